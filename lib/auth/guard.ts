@@ -1,0 +1,66 @@
+/** Route guards: read the token, verify it, and check the route's ACL template. */
+import type { Context, MiddlewareHandler } from "hono";
+import { ApiError } from "../errors.ts";
+import type { AppEnv } from "../http.ts";
+import { isAllowed } from "./acl.ts";
+import type { Tokens } from "./tokens.ts";
+
+/**
+ * The token of a request: `Authorization: Bearer <t>`, else `X-Auth-Token: <t>`. Neither:
+ * 400 `AuthorizationHeaderNotFound`; `Authorization` without `Bearer `: 400 `BearerNotFound`.
+ */
+export function readToken(c: Context): string {
+  const authorization = c.req.header("authorization");
+  const bearer = authorization?.match(/^Bearer +(\S+)\s*$/i)?.[1];
+  if (bearer) return bearer;
+  const legacy = c.req.header("x-auth-token")?.trim();
+  if (legacy) return legacy;
+  if (authorization !== undefined) {
+    throw new ApiError(400, "BearerNotFound", "token not found in the Authorization header");
+  }
+  throw new ApiError(400, "AuthorizationHeaderNotFound", "Authorization header absent");
+}
+
+/**
+ * Fills `{name}` slots of an ACL template from path values, with `.` replaced by `_` so that a
+ * value can never add ACL words.
+ *
+ * @example
+ * fillAcl("svc.rest.dnd.{username}.create", { username: "a.b" }); // "svc.rest.dnd.a_b.create"
+ */
+export function fillAcl(template: string, params: Record<string, string>): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) {
+      throw new Error(`ACL template ${template} names no path value ${name}`);
+    }
+    return value.replaceAll(".", "_");
+  });
+}
+
+/** Accepts any valid token and puts its identity in `c.var.identity`. */
+export function requireToken(tokens: Tokens): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    c.set("identity", await tokens.verify(readToken(c)));
+    await next();
+  };
+}
+
+/**
+ * Accepts a valid token holding the ACL `template` filled from the path; otherwise 403
+ * `Forbidden` naming the missing ACL.
+ *
+ * @example
+ * app.post("/dnd/:username", requireAcl(tokens, "svc.rest.dnd.{username}.create"), handler);
+ */
+export function requireAcl(tokens: Tokens, template: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const identity = await tokens.verify(readToken(c));
+    const required = fillAcl(template, c.req.param() as Record<string, string>);
+    if (!isAllowed(identity.acls, required, identity.userId)) {
+      throw new ApiError(403, "Forbidden", `missing ACL ${required}`);
+    }
+    c.set("identity", identity);
+    await next();
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * Access tokens (decisions §2): JWT HS256 signed with Web Crypto through `jose`; the key is imported
+ * once. Claims: the spec's `login`, `expiresAt`, `issuedAt` (ms), `userType`, `acls`, plus `sub`,
+ * `exp`/`iat` (s), `jti` and the token format version `v`.
+ */
+import { base64url, compactVerify, SignJWT } from "jose";
+import { z } from "zod";
+import type { Clock } from "../clock.ts";
+import { ApiError } from "../errors.ts";
+import type { Store } from "../store/store.ts";
+
+/** Token format version; a token with another `v` was issued before the content changed. */
+export const TOKEN_VERSION = 1;
+
+export type UserType = "cti" | "webservice";
+
+/** Who a verified token speaks for. */
+export interface Identity {
+  /** The user's id, as a string (`sub`). */
+  userId: string;
+  login: string;
+  userType: UserType;
+  acls: string[];
+}
+
+export interface IssuedToken {
+  token: string;
+  /** Time to live in seconds. */
+  ttl: number;
+}
+
+const claimsSchema = z.object({
+  login: z.string(),
+  expiresAt: z.number().int(),
+  issuedAt: z.number().int(),
+  userType: z.enum(["cti", "webservice"]),
+  acls: z.array(z.string()),
+  sub: z.string(),
+  exp: z.number().int(),
+  iat: z.number().int(),
+  jti: z.string(),
+  v: z.literal(TOKEN_VERSION),
+});
+
+const invalidToken = (message: string) => new ApiError(403, "InvalidToken", message);
+
+/** Issues and verifies tokens with one HMAC key. */
+export class Tokens {
+  private constructor(
+    private readonly key: CryptoKey,
+    readonly ttl: number,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Imports `secret` as the HS256 key, once. */
+  static async create(secret: string, ttl: number, clock: Clock): Promise<Tokens> {
+    const key = await crypto.subtle.importKey(
+      "raw",
+      new TextEncoder().encode(secret),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign", "verify"],
+    );
+    return new Tokens(key, ttl, clock);
+  }
+
+  /**
+   * Signs a token for `identity`, valid for the configured time to live.
+   *
+   * @example
+   * const { token } = await tokens.issue({ userId: "1", login: "alice", userType: "cti", acls: ["alias.ctiuser"] });
+   */
+  async issue(identity: Identity): Promise<IssuedToken> {
+    const issuedAt = this.clock.now();
+    const expiresAt = issuedAt + this.ttl * 1000;
+    const token = await new SignJWT({
+      login: identity.login,
+      expiresAt,
+      issuedAt,
+      userType: identity.userType,
+      acls: identity.acls,
+      v: TOKEN_VERSION,
+    })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setSubject(identity.userId)
+      .setIssuedAt(Math.floor(issuedAt / 1000))
+      .setExpirationTime(Math.floor(expiresAt / 1000))
+      .setJti(crypto.randomUUID())
+      .sign(this.key);
+    return { token, ttl: this.ttl };
+  }
+
+  /**
+   * Checks the signature, then the claims, then the expiry. Throws 403 `InvalidToken` (bad
+   * signature, another algorithm, a missing claim or another `v`), 400 `InvalidJson` (a correctly
+   * signed payload that is not JSON) or 403 `TokenExpired`.
+   */
+  async verify(token: string): Promise<Identity> {
+    let payload: Uint8Array;
+    try {
+      ({ payload } = await compactVerify(token, this.key, { algorithms: ["HS256"] }));
+    } catch {
+      throw invalidToken("token does not match the service signature");
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(payload));
+    } catch {
+      throw new ApiError(400, "InvalidJson", "token content is not valid JSON");
+    }
+    const claims = claimsSchema.safeParse(json);
+    if (!claims.success) {
+      throw invalidToken("token issued before the token content changed, log in again");
+    }
+    if (this.clock.now() >= claims.data.expiresAt) {
+      throw new ApiError(403, "TokenExpired", "token expired");
+    }
+    const { sub, login, userType, acls } = claims.data;
+    return { userId: sub, login, userType, acls };
+  }
+}
+
+const secretKey = ["meta", "jwt_secret"];
+
+/**
+ * The signing secret: `SVC_JWT_SECRET` when set, else one generated once and kept in the store so
+ * that restarts and other processes sharing the store accept the same tokens.
+ */
+export async function loadJwtSecret(store: Store, configured: string | null): Promise<string> {
+  if (configured) return configured;
+  const generated = base64url.encode(crypto.getRandomValues(new Uint8Array(32)));
+  await store.commit((op) =>
+    op.check({ key: secretKey, versionstamp: null }).set(secretKey, generated)
+  );
+  const kept = await store.get<string>(secretKey); // whichever process wrote first wins
+  return kept.value ?? generated;
+}

@@ -1,0 +1,192 @@
+/**
+ * Service settings (decisions §1): environment variables, optionally a JSON file named by
+ * `SVC_CONFIG` (the environment wins). Every setting is parsed and validated here, once.
+ */
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface Config {
+  port: number;
+  hostname: string;
+  kv: string;
+  adminLogin: string | null;
+  adminPassword: string | null;
+  tokenTtl: number;
+  jwtSecret: string | null;
+  eventUrl: string | null;
+  eventSecret: string | null;
+  eventRetention: number;
+  deprecatedApiHosts: string[];
+  trustProxy: boolean;
+  platform: "sim";
+  simAnswerMs: number;
+  demo: boolean;
+  logLevel: LogLevel;
+  maxContacts: number;
+  tlsCert: string | null;
+  tlsKey: string | null;
+}
+
+/** A setting with a bad value; the message names the setting and says what is wrong. */
+export class ConfigError extends Error {
+  constructor(readonly setting: string, reason: string) {
+    super(`${setting}: ${reason}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Parser<T> = (raw: string) => T;
+
+const text: Parser<string> = (raw) => raw;
+const optional: Parser<string | null> = (raw) => raw === "" ? null : raw;
+
+function integer(min: number, max: number): Parser<number> {
+  return (raw) => {
+    const n = Number(raw);
+    if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new Error(`must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+    }
+    return n;
+  };
+}
+
+const boolean: Parser<boolean> = (raw) => {
+  const value = raw.trim().toLowerCase();
+  if (["true", "1", "yes"].includes(value)) return true;
+  if (["false", "0", "no", ""].includes(value)) return false;
+  throw new Error(`must be true or false, got ${JSON.stringify(raw)}`);
+};
+
+function oneOf<T extends string>(...values: T[]): Parser<T> {
+  return (raw) => {
+    if ((values as string[]).includes(raw)) return raw as T;
+    throw new Error(`must be one of ${values.join(", ")}, got ${JSON.stringify(raw)}`);
+  };
+}
+
+const httpUrl: Parser<string | null> = (raw) => {
+  if (raw === "") return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+};
+
+const kvLocation: Parser<string> = (raw) => {
+  if (raw.trim() === "") throw new Error("must be a file path, :memory: or an http(s) URL");
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) httpUrl(raw);
+  return raw;
+};
+
+/** A secret is never echoed back in an error message. */
+const jwtSecret: Parser<string | null> = (raw) => {
+  if (raw === "") return null;
+  if (new TextEncoder().encode(raw).length < 32) {
+    throw new Error("must be at least 32 bytes long (HS256 needs a 256-bit key)");
+  }
+  return raw;
+};
+
+const addressList: Parser<string[]> = (raw) =>
+  raw.split(",").map((address) => address.trim()).filter((address) => address !== "");
+
+const settings = {
+  SVC_PORT: { default: "8090", parse: integer(0, 65535), key: "port" },
+  SVC_HOSTNAME: { default: "0.0.0.0", parse: text, key: "hostname" },
+  SVC_KV: { default: "./data/svc.kv", parse: kvLocation, key: "kv" },
+  SVC_ADMIN_LOGIN: { default: "", parse: optional, key: "adminLogin" },
+  SVC_ADMIN_PASSWORD: { default: "", parse: optional, key: "adminPassword" },
+  SVC_TOKEN_TTL: { default: "7200", parse: integer(1, 31_536_000), key: "tokenTtl" },
+  SVC_JWT_SECRET: { default: "", parse: jwtSecret, key: "jwtSecret" },
+  SVC_EVENT_URL: { default: "", parse: httpUrl, key: "eventUrl" },
+  SVC_EVENT_SECRET: { default: "", parse: optional, key: "eventSecret" },
+  SVC_EVENT_RETENTION: { default: "3600", parse: integer(0, 604_800), key: "eventRetention" },
+  SVC_DEPRECATED_API_HOST: { default: "", parse: addressList, key: "deprecatedApiHosts" },
+  SVC_TRUST_PROXY: { default: "false", parse: boolean, key: "trustProxy" },
+  SVC_PLATFORM: { default: "sim", parse: oneOf("sim"), key: "platform" },
+  SVC_SIM_ANSWER_MS: { default: "1000", parse: integer(0, 3_600_000), key: "simAnswerMs" },
+  SVC_DEMO: { default: "false", parse: boolean, key: "demo" },
+  SVC_LOG_LEVEL: {
+    default: "info",
+    parse: oneOf<LogLevel>("debug", "info", "warn", "error"),
+    key: "logLevel",
+  },
+  SVC_MAX_CONTACTS: { default: "10000", parse: integer(1, 1_000_000), key: "maxContacts" },
+  SVC_TLS_CERT: { default: "", parse: optional, key: "tlsCert" },
+  SVC_TLS_KEY: { default: "", parse: optional, key: "tlsKey" },
+} as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
+
+/** The names of every setting, in the order of the README's table. */
+export const settingNames = Object.keys(settings) as (keyof typeof settings)[];
+
+/** Reads the JSON file named by `SVC_CONFIG`: an object whose keys are setting names. */
+function readConfigFile(path: string, readTextFile: (path: string) => string) {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readTextFile(path));
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? "is not valid JSON" : "cannot be read";
+    throw new ConfigError("SVC_CONFIG", `${JSON.stringify(path)} ${reason}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError("SVC_CONFIG", `${JSON.stringify(path)} must hold a JSON object`);
+  }
+  const values: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parsed)) {
+    if (!(name in settings)) {
+      throw new ConfigError("SVC_CONFIG", `unknown setting ${JSON.stringify(name)} in ${path}`);
+    }
+    if (Array.isArray(value) && value.every((item) => typeof item === "string")) {
+      values[name] = value.join(",");
+    } else if (["string", "number", "boolean"].includes(typeof value)) {
+      values[name] = String(value);
+    } else {
+      throw new ConfigError(name, `must be a string, number or boolean in ${path}`);
+    }
+  }
+  return values;
+}
+
+/**
+ * Builds the configuration from an environment, throwing a {@link ConfigError} for the first bad
+ * value.
+ *
+ * @example
+ * const config = loadConfig({ SVC_KV: ":memory:" });
+ */
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  readTextFile: (path: string) => string = Deno.readTextFileSync,
+): Config {
+  const file = env.SVC_CONFIG ? readConfigFile(env.SVC_CONFIG, readTextFile) : {};
+  const config: Record<string, unknown> = {};
+  for (const name of settingNames) {
+    const setting = settings[name];
+    const raw = env[name] ?? file[name] ?? setting.default;
+    try {
+      config[setting.key] = setting.parse(raw);
+    } catch (error) {
+      throw new ConfigError(name, (error as Error).message);
+    }
+  }
+  const result = config as unknown as Config;
+  if ((result.adminLogin === null) !== (result.adminPassword === null)) {
+    throw new ConfigError(
+      result.adminLogin === null ? "SVC_ADMIN_LOGIN" : "SVC_ADMIN_PASSWORD",
+      "SVC_ADMIN_LOGIN and SVC_ADMIN_PASSWORD must be set together",
+    );
+  }
+  if ((result.tlsCert === null) !== (result.tlsKey === null)) {
+    throw new ConfigError(
+      result.tlsCert === null ? "SVC_TLS_CERT" : "SVC_TLS_KEY",
+      "SVC_TLS_CERT and SVC_TLS_KEY must be set together",
+    );
+  }
+  return result;
+}

@@ -1,0 +1,61 @@
+/**
+ * Entry point: reads the configuration, opens the store, prepares the admin and demo records,
+ * builds the app and serves it until SIGINT or SIGTERM.
+ */
+import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
+import { demoBanner, loadDemo } from "./lib/demo.ts";
+import { createServices, type Services } from "./lib/services.ts";
+import { ensureAdmin } from "./lib/store/webservice_users.ts";
+import { createApp } from "./routes/mod.ts";
+
+/** Stops the process with one line naming what is wrong. */
+function fail(message: string): never {
+  console.error(`svc: ${message}`);
+  Deno.exit(1);
+}
+
+/** Records every store needs before serving: the administrator and the demo data set. */
+async function prepareStore(services: Services): Promise<void> {
+  const { config, logger } = services;
+  if (config.adminLogin && config.adminPassword) {
+    await ensureAdmin(services.store, config.adminLogin, config.adminPassword);
+    logger.info("administrator ready", { login: config.adminLogin });
+  }
+  if (config.demo && await loadDemo(services)) logger.info("demo data set loaded");
+}
+
+export async function main(env: Record<string, string> = Deno.env.toObject()): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(`invalid configuration: ${error.message}`);
+    throw error;
+  }
+  let services: Services;
+  try {
+    services = await createServices(config);
+  } catch (error) {
+    fail(`cannot open the store SVC_KV=${config.kv}: ${(error as Error).message}`);
+  }
+  await prepareStore(services);
+  const app = createApp(services);
+  const server = Deno.serve({
+    port: config.port,
+    hostname: config.hostname,
+    onListen: ({ hostname, port }) => {
+      services.logger.info("listening", { hostname, port, kv: config.kv });
+      if (config.demo) console.log(demoBanner(`http://localhost:${port}`));
+    },
+  }, app.fetch);
+  const stop = async () => {
+    await server.shutdown();
+    services.store.close();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+  await server.finished;
+}
+
+if (import.meta.main) await main();
