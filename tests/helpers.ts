@@ -4,10 +4,7 @@ import { loadConfig } from "../lib/config.ts";
 import { createLogger } from "../lib/log.ts";
 import { createServices, type Services } from "../lib/services.ts";
 import { createUser, type UserRecord } from "../lib/store/users.ts";
-import {
-  createWebServiceUser,
-  type WebServiceUserRecord,
-} from "../lib/store/webservice_users.ts";
+import { createWebServiceUser, type WebServiceUserRecord } from "../lib/store/webservice_users.ts";
 import { createApp } from "../routes/mod.ts";
 
 export interface TestContext {

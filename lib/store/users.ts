@@ -3,7 +3,7 @@
  * the configuration daemon's `/1.1/users` resource reads and writes the same records through it.
  */
 import { hashPassword } from "../auth/passwords.ts";
-import { getByIndex, nextId, UniqueConflict, writeRecord } from "./records.ts";
+import { deleteRecord, getByIndex, nextId, UniqueConflict, writeRecord } from "./records.ts";
 import type { Store } from "./store.ts";
 
 export interface UserRecord {
@@ -72,4 +72,15 @@ export async function findUserByUuid(store: Store, uuid: string) {
 /** True when the store holds no CTI user at all. */
 export async function hasNoUsers(store: Store): Promise<boolean> {
   return (await store.list({ prefix: ["users"] }, { limit: 1 })).length === 0;
+}
+
+/** Deletes a user and its index keys; answers false when there was none. */
+export async function deleteUser(store: Store, id: number): Promise<boolean> {
+  for (;;) {
+    const entry = await store.get<UserRecord>(userKey(id));
+    if (!entry.value) return false;
+    if (await deleteRecord(store, entry.key, entry.versionstamp, userIndexes(entry.value))) {
+      return true;
+    }
+  }
 }

@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import { ConfigError, loadConfig, settingNames } from "../../lib/config.ts";
+
+const noFile = () => {
+  throw new Error("no file expected");
+};
+
+Deno.test("defaults are the ones of decisions §1", () => {
+  const config = loadConfig({}, noFile);
+  assert.equal(config.port, 8090);
+  assert.equal(config.hostname, "0.0.0.0");
+  assert.equal(config.kv, "./data/svc.kv");
+  assert.equal(config.tokenTtl, 7200);
+  assert.equal(config.adminLogin, null);
+  assert.equal(config.jwtSecret, null);
+  assert.equal(config.eventUrl, null);
+  assert.deepEqual(config.deprecatedApiHosts, []);
+  assert.equal(config.trustProxy, false);
+  assert.equal(config.platform, "sim");
+  assert.equal(config.demo, false);
+  assert.equal(config.logLevel, "info");
+  assert.equal(config.maxContacts, 10000);
+  assert.equal(config.simAnswerMs, 1000);
+  assert.equal(config.eventRetention, 3600);
+});
+
+Deno.test("every setting of decisions §1 is known", () => {
+  for (
+    const name of [
+      "SVC_PORT",
+      "SVC_HOSTNAME",
+      "SVC_KV",
+      "SVC_ADMIN_LOGIN",
+      "SVC_ADMIN_PASSWORD",
+      "SVC_TOKEN_TTL",
+      "SVC_JWT_SECRET",
+      "SVC_EVENT_URL",
+      "SVC_EVENT_SECRET",
+      "SVC_DEPRECATED_API_HOST",
+      "SVC_TRUST_PROXY",
+      "SVC_PLATFORM",
+      "SVC_DEMO",
+      "SVC_LOG_LEVEL",
+    ]
+  ) assert.ok((settingNames as string[]).includes(name), name);
+});
+
+Deno.test("values are parsed", () => {
+  const config = loadConfig({
+    SVC_PORT: "9000",
+    SVC_KV: "https://kv.example.test/db",
+    SVC_ADMIN_LOGIN: "root",
+    SVC_ADMIN_PASSWORD: "pw",
+    SVC_TOKEN_TTL: "60",
+    SVC_JWT_SECRET: "x".repeat(32),
+    SVC_EVENT_URL: "http://127.0.0.1:9/pbx/1.0/event/d/dropbox/",
+    SVC_DEPRECATED_API_HOST: "127.0.0.1, ::1,,",
+    SVC_TRUST_PROXY: "TRUE",
+    SVC_DEMO: "1",
+    SVC_LOG_LEVEL: "debug",
+  }, noFile);
+  assert.equal(config.port, 9000);
+  assert.equal(config.kv, "https://kv.example.test/db");
+  assert.equal(config.adminLogin, "root");
+  assert.equal(config.tokenTtl, 60);
+  assert.deepEqual(config.deprecatedApiHosts, ["127.0.0.1", "::1"]);
+  assert.equal(config.trustProxy, true);
+  assert.equal(config.demo, true);
+  assert.equal(config.logLevel, "debug");
+});
+
+Deno.test("a bad value names the setting and the reason", async (t) => {
+  const bad: [Record<string, string>, string, RegExp][] = [
+    [{ SVC_PORT: "abc" }, "SVC_PORT", /integer from 0 to 65535/],
+    [{ SVC_PORT: "70000" }, "SVC_PORT", /integer/],
+    [{ SVC_PORT: "80.5" }, "SVC_PORT", /integer/],
+    [{ SVC_TOKEN_TTL: "0" }, "SVC_TOKEN_TTL", /from 1/],
+    [{ SVC_TOKEN_TTL: "-5" }, "SVC_TOKEN_TTL", /integer/],
+    [{ SVC_KV: "" }, "SVC_KV", /file path/],
+    [{ SVC_KV: "ftp://host/db" }, "SVC_KV", /http\(s\) URL/],
+    [{ SVC_EVENT_URL: "not a url" }, "SVC_EVENT_URL", /http\(s\) URL/],
+    [{ SVC_EVENT_URL: "file:///etc/passwd" }, "SVC_EVENT_URL", /http\(s\) URL/],
+    [{ SVC_TRUST_PROXY: "maybe" }, "SVC_TRUST_PROXY", /true or false/],
+    [{ SVC_DEMO: "on?" }, "SVC_DEMO", /true or false/],
+    [{ SVC_PLATFORM: "asterisk" }, "SVC_PLATFORM", /one of sim/],
+    [{ SVC_LOG_LEVEL: "loud" }, "SVC_LOG_LEVEL", /debug, info, warn, error/],
+    [{ SVC_JWT_SECRET: "short" }, "SVC_JWT_SECRET", /at least 32 bytes/],
+    [{ SVC_ADMIN_LOGIN: "root" }, "SVC_ADMIN_PASSWORD", /set together/],
+    [{ SVC_ADMIN_PASSWORD: "pw" }, "SVC_ADMIN_LOGIN", /set together/],
+    [{ SVC_TLS_CERT: "cert.pem" }, "SVC_TLS_KEY", /set together/],
+    [{ SVC_MAX_CONTACTS: "0" }, "SVC_MAX_CONTACTS", /integer/],
+  ];
+  for (const [env, setting, reason] of bad) {
+    await t.step(JSON.stringify(env), () => {
+      assert.throws(() => loadConfig(env, noFile), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.setting, setting);
+        assert.ok(error.message.startsWith(`${setting}: `), error.message);
+        assert.match(error.message, reason);
+        assert.ok(!error.message.includes("\n"));
+        return true;
+      });
+    });
+  }
+});
+
+Deno.test("a secret is never echoed in the error", () => {
+  assert.throws(
+    () => loadConfig({ SVC_JWT_SECRET: "hunter2-secret" }, noFile),
+    (error: Error) => !error.message.includes("hunter2"),
+  );
+});
+
+Deno.test("SVC_CONFIG names a JSON file; the environment wins", () => {
+  const files: Record<string, string> = {
+    "/etc/svc.json": JSON.stringify({
+      SVC_PORT: 9100,
+      SVC_TOKEN_TTL: 60,
+      SVC_DEMO: true,
+      SVC_DEPRECATED_API_HOST: ["10.0.0.1", "10.0.0.2"],
+    }),
+  };
+  const read = (path: string) => files[path] ?? noFile();
+  const config = loadConfig({ SVC_CONFIG: "/etc/svc.json", SVC_TOKEN_TTL: "120" }, read);
+  assert.equal(config.port, 9100);
+  assert.equal(config.tokenTtl, 120);
+  assert.equal(config.demo, true);
+  assert.deepEqual(config.deprecatedApiHosts, ["10.0.0.1", "10.0.0.2"]);
+});
+
+Deno.test("a bad SVC_CONFIG file is refused", async (t) => {
+  const files: Record<string, string> = {
+    "/not-json": "{port: 1",
+    "/array": "[1]",
+    "/unknown": JSON.stringify({ SVC_PROT: 1 }),
+    "/bad-type": JSON.stringify({ SVC_PORT: { value: 1 } }),
+    "/bad-value": JSON.stringify({ SVC_PORT: "x" }),
+  };
+  const read = (path: string) => {
+    if (!(path in files)) throw new Deno.errors.NotFound(path);
+    return files[path]!;
+  };
+  const expected: [string, string, RegExp][] = [
+    ["/missing", "SVC_CONFIG", /cannot be read/],
+    ["/not-json", "SVC_CONFIG", /not valid JSON/],
+    ["/array", "SVC_CONFIG", /JSON object/],
+    ["/unknown", "SVC_CONFIG", /unknown setting "SVC_PROT"/],
+    ["/bad-type", "SVC_PORT", /string, number or boolean/],
+    ["/bad-value", "SVC_PORT", /integer/],
+  ];
+  for (const [path, setting, reason] of expected) {
+    await t.step(path, () => {
+      assert.throws(() => loadConfig({ SVC_CONFIG: path }, read), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.setting, setting);
+        assert.match(error.message, reason);
+        return true;
+      });
+    });
+  }
+});
