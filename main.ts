@@ -40,6 +40,15 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   }
   await prepareStore(services);
   const app = createApp(services);
+  // The signal handlers come first: a SIGTERM right after "listening" still closes the store.
+  // They run from the event loop, so `server` is always set by the time one does.
+  const stop = async () => {
+    await server.shutdown();
+    services.store.close();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
   const server = Deno.serve({
     port: config.port,
     hostname: config.hostname,
@@ -48,13 +57,6 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
       if (config.demo) console.log(demoBanner(`http://localhost:${port}`));
     },
   }, app.fetch);
-  const stop = async () => {
-    await server.shutdown();
-    services.store.close();
-    Deno.exit(0);
-  };
-  Deno.addSignalListener("SIGINT", stop);
-  Deno.addSignalListener("SIGTERM", stop);
   await server.finished;
 }
 

@@ -96,6 +96,8 @@ const jwtSecret: Parser<string | null> = (raw) => {
 const addressList: Parser<string[]> = (raw) =>
   raw.split(",").map((address) => address.trim()).filter((address) => address !== "");
 
+export const DEMO_KV = "./data/demo.kv";
+
 const settings = {
   SVC_PORT: { default: "8090", parse: integer(0, 65535), key: "port" },
   SVC_HOSTNAME: { default: "0.0.0.0", parse: text, key: "hostname" },
@@ -153,6 +155,16 @@ function readConfigFile(path: string, readTextFile: (path: string) => string) {
   return values;
 }
 
+/** The demo keeps its records apart from a real store unless told otherwise. */
+function defaultValue(name: keyof typeof settings, demoSetting: string | undefined): string {
+  if (name !== "SVC_KV") return settings[name].default;
+  try {
+    return boolean(demoSetting ?? "false") ? DEMO_KV : settings.SVC_KV.default;
+  } catch {
+    return settings.SVC_KV.default; // SVC_DEMO itself is reported when its turn comes
+  }
+}
+
 /**
  * Builds the configuration from an environment, throwing a {@link ConfigError} for the first bad
  * value.
@@ -168,7 +180,7 @@ export function loadConfig(
   const config: Record<string, unknown> = {};
   for (const name of settingNames) {
     const setting = settings[name];
-    const raw = env[name] ?? file[name] ?? setting.default;
+    const raw = env[name] ?? file[name] ?? defaultValue(name, env.SVC_DEMO ?? file.SVC_DEMO);
     try {
       config[setting.key] = setting.parse(raw);
     } catch (error) {

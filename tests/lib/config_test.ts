@@ -159,3 +159,10 @@ Deno.test("a bad SVC_CONFIG file is refused", async (t) => {
     });
   }
 });
+
+Deno.test("the demo uses its own store unless SVC_KV says otherwise", () => {
+  assert.equal(loadConfig({ SVC_DEMO: "true" }, noFile).kv, "./data/demo.kv");
+  assert.equal(loadConfig({ SVC_DEMO: "true", SVC_KV: ":memory:" }, noFile).kv, ":memory:");
+  assert.equal(loadConfig({ SVC_DEMO: "false" }, noFile).kv, "./data/svc.kv");
+  assert.throws(() => loadConfig({ SVC_DEMO: "maybe" }, noFile), { message: /^SVC_DEMO: / });
+});
