@@ -15,7 +15,7 @@ function fail(message: string): never {
 }
 
 /** Records every store needs before serving: the administrator and the demo data set. */
-async function prepareStore(services: Services): Promise<void> {
+export async function prepareStore(services: Services): Promise<void> {
   const { config, logger } = services;
   if (config.adminLogin && config.adminPassword) {
     await ensureAdmin(services.store, config.adminLogin, config.adminPassword);

@@ -10,18 +10,19 @@ export class Store {
   #reopening: Promise<Deno.Kv> | null = null;
   #closed = false;
 
-  private constructor(readonly location: string, kv: Deno.Kv) {
+  /** `null` is the platform's default store (Deno Deploy's managed KV). */
+  private constructor(readonly location: string | null, kv: Deno.Kv) {
     this.#kv = kv;
   }
 
   /**
-   * Opens the store at `location`: a file path (its folder is created), `:memory:`, or an
-   * `http(s)://` KV Connect URL.
+   * Opens the store at `location`: a file path (its folder is created), `:memory:`, an
+   * `http(s)://` KV Connect URL, or `null` for the platform's default (Deno Deploy's managed KV).
    *
    * @example
    * const store = await Store.open(":memory:");
    */
-  static async open(location: string): Promise<Store> {
+  static async open(location: string | null): Promise<Store> {
     return new Store(location, await openKv(location));
   }
 
@@ -100,7 +101,8 @@ export class Store {
   }
 }
 
-async function openKv(location: string): Promise<Deno.Kv> {
+async function openKv(location: string | null): Promise<Deno.Kv> {
+  if (location === null) return await Deno.openKv();
   const remote = /^https?:\/\//i.test(location);
   if (!remote && location !== ":memory:") {
     const slash = location.lastIndexOf("/");

@@ -43,9 +43,12 @@ function childEnv(env: Record<string, string>): Record<string, string> {
   return { ...Object.fromEntries(inherited), ...env };
 }
 
-function command(env: Record<string, string>) {
+/** How the server is started by default: the sources, with the repository's deno.json. */
+const SOURCES = ["run", "--quiet", "-A", "main.ts"];
+
+function command(env: Record<string, string>, args = SOURCES) {
   return new Deno.Command(Deno.execPath(), {
-    args: ["run", "--quiet", "-A", "main.ts"],
+    args,
     cwd: repoRoot,
     env: childEnv(env),
     clearEnv: true,
@@ -94,9 +97,13 @@ function listeningPort(line: string): number | null {
  */
 export async function startServer(
   env: Record<string, string>,
-  { timeoutMs = 15_000 }: { timeoutMs?: number } = {},
+  { timeoutMs = 15_000, args = SOURCES }: {
+    timeoutMs?: number;
+    /** The deno arguments that run the server, from the repository root. */
+    args?: string[];
+  } = {},
 ): Promise<RunningServer> {
-  const child = command({ ...env, SVC_HOSTNAME: "127.0.0.1", SVC_PORT: "0" }).spawn();
+  const child = command({ ...env, SVC_HOSTNAME: "127.0.0.1", SVC_PORT: "0" }, args).spawn();
   const lines = { stdout: [] as string[], stderr: [] as string[] };
   const watchers = new Set<{ stream: "stdout" | "stderr"; test: (line: string) => void }>();
   const onLine = (stream: "stdout" | "stderr") => (line: string) => {

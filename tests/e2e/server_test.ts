@@ -65,7 +65,9 @@ async function withServer(
   try {
     await fn(server);
   } finally {
-    await server.stop();
+    const status = await server.stop();
+    // SIGTERM is a clean stop: requests finished, the store closed, exit code 0
+    assert.equal(status.code, 0, server.stderrLines.join("\n"));
   }
   return server;
 }

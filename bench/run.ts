@@ -1,0 +1,318 @@
+/**
+ * `deno task bench`: drives a bare `Deno.serve` hello world and the real server with wrk on
+ * loopback and prints, for each scenario, requests per second, latencies and the ratio to the
+ * first scenario (the baseline).
+ *
+ * Add a scenario by appending to `scenarios`: a name and a function answering what wrk requests.
+ * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
+ * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
+ */
+import { fileURLToPath } from "node:url";
+
+/** What wrk requests. */
+interface Target {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+/** The servers every scenario may use, started once. */
+interface Servers {
+  /** Base URL of `bench/hello_server.ts`. */
+  hello: string;
+  /** Base URL of the real server (`main.ts` on the store of BENCH_KV). */
+  svc: string;
+  /** A token of the administrator web service user. */
+  adminToken: string;
+}
+
+interface Scenario {
+  name: string;
+  /** Prepares what the scenario needs (records, tokens) and answers the request to repeat. */
+  setup(servers: Servers): Target | Promise<Target>;
+}
+
+const scenarios: Scenario[] = [
+  { name: "bare Deno.serve hello world", setup: ({ hello }) => ({ url: `${hello}/` }) },
+  {
+    name: "GET /svc/api/2.0/auth/check (valid token)",
+    setup: ({ svc, adminToken }) => ({
+      url: `${svc}/svc/api/2.0/auth/check`,
+      headers: { Authorization: `Bearer ${adminToken}` },
+    }),
+  },
+];
+
+interface Figures {
+  requestsPerSec: number;
+  /** wrk's own spelling, e.g. `1.23ms`. */
+  avg: string;
+  p50: string;
+  p90: string;
+  p99: string;
+  /** Non-2xx/3xx answers plus socket errors. */
+  errors: number;
+}
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const seconds = Number(Deno.env.get("BENCH_SECONDS") ?? "10");
+const connections = Deno.env.get("BENCH_CONNECTIONS") ?? "50";
+const threads = Deno.env.get("BENCH_THREADS") ?? "1";
+const kv = Deno.env.get("BENCH_KV") ?? ":memory:";
+const admin = { login: "bench-admin", password: "bench-admin-password" };
+
+class BenchError extends Error {}
+
+/** Aborted on SIGINT or SIGTERM: what runs stops, and every server is stopped on the way out. */
+const interrupt = new AbortController();
+const bounded = (ms: number) => AbortSignal.any([AbortSignal.timeout(ms), interrupt.signal]);
+
+/** Runs a command to its end within `timeoutMs`; a failure or a timeout throws. */
+async function run(
+  cmd: string,
+  args: string[],
+  timeoutMs: number,
+  options: { env?: Record<string, string>; capture?: boolean } = {},
+): Promise<string> {
+  const signal = bounded(timeoutMs);
+  const output = await new Deno.Command(cmd, {
+    args,
+    env: options.env,
+    stdin: "null",
+    stdout: options.capture ? "piped" : "inherit",
+    stderr: "inherit",
+    signal,
+  }).output();
+  const line = [cmd, ...args].join(" ");
+  if (interrupt.signal.aborted) throw new BenchError("interrupted");
+  if (signal.aborted) throw new BenchError(`${line}: no answer within ${timeoutMs / 1000}s`);
+  if (!output.success) throw new BenchError(`${line}: exited with ${output.code}`);
+  return options.capture ? new TextDecoder().decode(output.stdout) : "";
+}
+
+/** Installs wrk from Debian when it is not on PATH. */
+async function ensureWrk(): Promise<void> {
+  try {
+    await new Deno.Command("wrk", { args: ["--version"], stdout: "null", stderr: "null" }).output();
+    return;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  if (Deno.uid() !== 0) throw new BenchError("wrk is missing: install it (apt-get install wrk)");
+  const env = { DEBIAN_FRONTEND: "noninteractive" };
+  console.log("wrk is missing: running apt-get update, then apt-get install -y wrk");
+  await run("apt-get", ["update"], 300_000, { env });
+  await run("apt-get", ["install", "-y", "wrk"], 300_000, { env });
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+/** Starts `deno <args>` in the repository; `stack` stops it (SIGTERM, then SIGKILL after 5s). */
+function startDeno(stack: AsyncDisposableStack, args: string[], env: Record<string, string> = {}) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: root,
+    env,
+    stdin: "null",
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  let exited = false;
+  child.status.then(() => (exited = true));
+  const kill = (signal: Deno.Signal) => {
+    try {
+      child.kill(signal);
+    } catch {
+      // it has already stopped
+    }
+  };
+  stack.defer(async () => {
+    kill("SIGTERM");
+    const timer = setTimeout(() => kill("SIGKILL"), 5000);
+    await child.status;
+    clearTimeout(timer);
+  });
+  return { hasExited: () => exited };
+}
+
+/** Waits until `url` answers 2xx, at most 30s; fails early if the server has stopped. */
+async function waitReady(url: string, server: { hasExited(): boolean }): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (interrupt.signal.aborted) throw new BenchError("interrupted");
+    if (server.hasExited()) throw new BenchError(`the server behind ${url} stopped`);
+    try {
+      const response = await fetch(url, { signal: bounded(1000) });
+      await response.body?.cancel();
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new BenchError(`${url} did not answer within 30s`);
+}
+
+async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
+  const helloPort = freePort();
+  const hello = `http://127.0.0.1:${helloPort}`;
+  const helloServer = startDeno(stack, [
+    "run",
+    "--allow-net",
+    "bench/hello_server.ts",
+    `${helloPort}`,
+  ]);
+
+  const svcPort = freePort();
+  const svc = `http://127.0.0.1:${svcPort}`;
+  const svcServer = startDeno(stack, ["run", "--allow-all", "main.ts"], {
+    SVC_KV: kv,
+    SVC_PORT: `${svcPort}`,
+    SVC_HOSTNAME: "127.0.0.1",
+    SVC_LOG_LEVEL: "warn",
+    SVC_ADMIN_LOGIN: admin.login,
+    SVC_ADMIN_PASSWORD: admin.password,
+  });
+
+  await waitReady(`${hello}/`, helloServer);
+  await waitReady(`${svc}/health`, svcServer);
+  const response = await fetch(`${svc}/svc/api/2.0/auth/webservice`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(admin),
+    signal: bounded(10_000),
+  });
+  if (!response.ok) {
+    throw new BenchError(`admin login: ${response.status} ${await response.text()}`);
+  }
+  const { token } = await response.json();
+  return { hello, svc, adminToken: token };
+}
+
+/** One request through fetch, so a wrong target fails clearly instead of measuring errors. */
+async function probe(target: Target): Promise<void> {
+  const response = await fetch(target.url, {
+    method: target.method,
+    headers: target.headers,
+    body: target.body,
+    signal: bounded(10_000),
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    throw new BenchError(`${target.method ?? "GET"} ${target.url}: ${response.status} ${text}`);
+  }
+}
+
+/** wrk's `-s` script for a method or a body other than a plain GET. */
+function luaScript(target: Target): string {
+  const lines = [`wrk.method = "${target.method ?? "GET"}"`];
+  if (target.body !== undefined) {
+    if (target.body.includes("]==]")) throw new BenchError("a body may not contain ]==]");
+    lines.push(`wrk.body = [==[${target.body}]==]`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+async function wrk(target: Target): Promise<Figures> {
+  const args = ["-t", threads, "-c", connections, "-d", `${seconds}s`, "--latency"];
+  for (const [name, value] of Object.entries(target.headers ?? {})) {
+    args.push("-H", `${name}: ${value}`);
+  }
+  const script = target.method || target.body !== undefined ? await Deno.makeTempFile() : null;
+  try {
+    if (script) {
+      await Deno.writeTextFile(script, luaScript(target));
+      args.push("-s", script);
+    }
+    const output = await run("wrk", [...args, target.url], (seconds + 30) * 1000, {
+      capture: true,
+    });
+    return parseWrk(output);
+  } finally {
+    if (script) await Deno.remove(script);
+  }
+}
+
+function parseWrk(output: string): Figures {
+  const find = (pattern: RegExp) => {
+    const match = output.match(pattern);
+    if (!match?.[1]) throw new BenchError(`cannot read ${pattern} in wrk's output:\n${output}`);
+    return match[1];
+  };
+  const socketErrors = output.match(
+    /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/,
+  );
+  const errors = Number(output.match(/Non-2xx or 3xx responses: (\d+)/)?.[1] ?? 0) +
+    (socketErrors?.slice(1).reduce((sum, n) => sum + Number(n), 0) ?? 0);
+  return {
+    requestsPerSec: Number(find(/Requests\/sec:\s+([\d.]+)/)),
+    avg: find(/^\s+Latency\s+(\S+)/m),
+    p50: find(/^\s+50%\s+(\S+)/m),
+    p90: find(/^\s+90%\s+(\S+)/m),
+    p99: find(/^\s+99%\s+(\S+)/m),
+    errors,
+  };
+}
+
+function printTable(results: { name: string; figures: Figures }[]): void {
+  const baseline = results[0]?.figures.requestsPerSec ?? 0;
+  const rows = [
+    ["scenario", "req/s", "vs baseline", "avg", "p50", "p90", "p99", "errors"],
+    ...results.map(({ name, figures: f }) => [
+      name,
+      Math.round(f.requestsPerSec).toLocaleString("en-US"),
+      `${(f.requestsPerSec / baseline * 100).toFixed(1)}%`,
+      f.avg,
+      f.p50,
+      f.p90,
+      f.p99,
+      String(f.errors),
+    ]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  for (const row of rows) {
+    console.log(
+      row.map((cell, i) => i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))
+        .join("  "),
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  await ensureWrk();
+  await using stack = new AsyncDisposableStack();
+  const servers = await startServers(stack);
+  console.log(
+    `wrk -t${threads} -c${connections} -d${seconds}s --latency on 127.0.0.1; SVC_KV=${kv}`,
+  );
+  const results = [];
+  for (const scenario of scenarios) {
+    const target = await scenario.setup(servers);
+    await probe(target);
+    console.log(`- ${scenario.name}`);
+    results.push({ name: scenario.name, figures: await wrk(target) });
+  }
+  console.log();
+  printTable(results);
+  const failed = results.filter(({ figures }) => figures.errors > 0);
+  if (failed.length > 0) {
+    throw new BenchError(`errors during ${failed.map(({ name }) => name).join(", ")}`);
+  }
+}
+
+const onSignal = () => interrupt.abort();
+Deno.addSignalListener("SIGINT", onSignal);
+Deno.addSignalListener("SIGTERM", onSignal);
+try {
+  await main();
+} catch (error) {
+  console.error(`bench: ${error instanceof BenchError ? error.message : error}`);
+  Deno.exit(1);
+}
+Deno.exit(0);

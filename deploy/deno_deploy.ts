@@ -1,0 +1,20 @@
+/**
+ * Entry for Deno Deploy: the configuration comes from the project's environment variables, the
+ * store is the deployment's managed KV (`Deno.openKv()` with no path; Deploy refuses any other
+ * database) unless `SVC_KV` names one, and Deploy itself chooses the address to serve on.
+ *
+ * Deploy: `deployctl deploy --entrypoint=deploy/deno_deploy.ts` (see deploy/README.md).
+ */
+import { loadConfig } from "../lib/config.ts";
+import { createServices } from "../lib/services.ts";
+import { Store } from "../lib/store/store.ts";
+import { prepareStore } from "../main.ts";
+import { createApp } from "../routes/mod.ts";
+
+const env = Deno.env.toObject();
+const config = loadConfig(env);
+const store = await Store.open(env.SVC_KV ? config.kv : null);
+const services = await createServices(config, { store });
+await prepareStore(services);
+
+Deno.serve(createApp(services).fetch);
