@@ -44,8 +44,19 @@ const claimsSchema = z.object({
 
 const invalidToken = (message: string) => new ApiError(403, "InvalidToken", message);
 
+type Claims = z.infer<typeof claimsSchema>;
+
+/** How many verified tokens are remembered; the oldest is forgotten first. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 /** Issues and verifies tokens with one HMAC key. */
 export class Tokens {
+  /**
+   * Tokens whose signature and claims were checked. A token is immutable and the key never changes
+   * in a process, so a remembered answer cannot go stale; only the expiry is checked again.
+   */
+  readonly #verified = new Map<string, Claims>();
+
   private constructor(
     private readonly key: CryptoKey,
     readonly ttl: number,
@@ -96,6 +107,15 @@ export class Tokens {
    * signed payload that is not JSON) or 403 `TokenExpired`.
    */
   async verify(token: string): Promise<Identity> {
+    const claims = this.#verified.get(token) ?? await this.#check(token);
+    if (this.clock.now() >= claims.expiresAt) {
+      throw new ApiError(403, "TokenExpired", "token expired");
+    }
+    const { sub, login, userType, acls } = claims;
+    return { userId: sub, login, userType, acls };
+  }
+
+  async #check(token: string): Promise<Claims> {
     let payload: Uint8Array;
     try {
       ({ payload } = await compactVerify(token, this.key, { algorithms: ["HS256"] }));
@@ -112,11 +132,11 @@ export class Tokens {
     if (!claims.success) {
       throw invalidToken("token issued before the token content changed, log in again");
     }
-    if (this.clock.now() >= claims.data.expiresAt) {
-      throw new ApiError(403, "TokenExpired", "token expired");
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
+      this.#verified.delete(this.#verified.keys().next().value!);
     }
-    const { sub, login, userType, acls } = claims.data;
-    return { userId: sub, login, userType, acls };
+    this.#verified.set(token, claims.data);
+    return claims.data;
   }
 }
 

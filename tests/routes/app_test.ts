@@ -105,9 +105,12 @@ Deno.test("an unexpected failure answers 500 NotHandledError without leaking", a
   assert.equal(body.message, `unexpected error, request id ${requestId}`);
   assert.ok(!JSON.stringify(body).includes("hunter2"));
   assert.ok(!JSON.stringify(body).includes(" at "));
-  const logged = ctx.logs.map((line) => JSON.parse(line)).find((l) => l.msg === "unhandled error");
+  const lines = ctx.logs.map((line) => JSON.parse(line));
+  const logged = lines.find((line) => line.msg === "unhandled error");
   assert.equal(logged.requestId, requestId);
   assert.match(logged.stack, /explode|Error/);
+  const request = lines.find((line) => line.msg === "request");
+  assert.deepEqual([request.status, request.requestId], [500, requestId]);
 });
 
 Deno.test("the store failing answers 503 Unreachable, and the service recovers", async (t) => {
