@@ -1,70 +1,71 @@
+/**
+ * Records in Deno KV: a {@link Collection} per aggregate owns its keys and unique index keys, and
+ * {@link transact} reads and writes records of any collections as one atomic operation.
+ */
 import type { Store } from "./store.ts";
 
-/** A record and the unique index keys that must point at it (each index key holds `key`). */
-export interface RecordWrite {
-  key: Deno.KvKey;
-  value: unknown;
-  indexes: Deno.KvKey[];
-  /** The stored version being replaced; absent when creating. */
-  previous?: { versionstamp: string; indexes: Deno.KvKey[] };
+type IndexValue = string | number;
+
+/** A unique field already holds this value in another record. */
+export class UniqueConflict extends Error {
+  constructor(readonly field: string, readonly value: IndexValue | IndexValue[]) {
+    super(`${field} ${JSON.stringify(value)} is already taken`);
+    this.name = "UniqueConflict";
+  }
 }
 
-export type WriteResult =
-  | { ok: true; versionstamp: string }
-  /** `conflicts` names the index keys already taken, or the record key if it changed meanwhile. */
-  | { ok: false; conflicts: Deno.KvKey[] };
-
-const same = (a: Deno.KvKey, b: Deno.KvKey) => JSON.stringify(a) === JSON.stringify(b);
-
 /**
- * Writes a record and its unique index keys in one atomic operation: new index keys must be free,
- * index keys no longer wanted are deleted, and the record must be unchanged since it was read.
+ * The records of one aggregate: `[name, id]` keys, and for each unique field an index key
+ * `[name_by_field, ...value]` holding the record's key.
  *
  * @example
- * await writeRecord(store, { key: ["users", 1], value: user, indexes: [["users_by_username", "alice"]] });
+ * const lines = new Collection<LineRecord>("lines", { name: (line) => line.name });
  */
-export async function writeRecord(store: Store, write: RecordWrite): Promise<WriteResult> {
-  const kept = write.previous?.indexes ?? [];
-  const added = write.indexes.filter((index) => !kept.some((old) => same(old, index)));
-  const removed = kept.filter((old) => !write.indexes.some((index) => same(old, index)));
-  const result = await store.commit((op) => {
-    op.check({ key: write.key, versionstamp: write.previous?.versionstamp ?? null });
-    for (const index of added) op.check({ key: index, versionstamp: null }).set(index, write.key);
-    for (const index of removed) op.delete(index);
-    return op.set(write.key, write.value);
-  });
-  if (result.ok) return { ok: true, versionstamp: result.versionstamp };
-  const owners = await store.getMany<Deno.KvKey>(added);
-  const conflicts = added.filter((_, i) => {
-    const owner = owners[i]?.value;
-    return owner != null && !same(owner, write.key);
-  });
-  return { ok: false, conflicts: conflicts.length ? conflicts : [write.key] };
-}
+export class Collection<T extends { id: IndexValue }> {
+  constructor(
+    readonly name: string,
+    /** Unique fields: the value a record holds, or null when it holds none. */
+    readonly unique: Record<string, (record: T) => IndexValue | IndexValue[] | null> = {},
+  ) {}
 
-/** Deletes a record and its index keys in one atomic operation, if it is still `versionstamp`. */
-export async function deleteRecord(
-  store: Store,
-  key: Deno.KvKey,
-  versionstamp: string,
-  indexes: Deno.KvKey[],
-): Promise<boolean> {
-  const result = await store.commit((op) => {
-    op.check({ key, versionstamp });
-    for (const index of indexes) op.delete(index);
-    return op.delete(key);
-  });
-  return result.ok;
-}
+  key(id: IndexValue): Deno.KvKey {
+    return [this.name, id];
+  }
 
-/** Reads the record a unique index key points at. */
-export async function getByIndex<T>(store: Store, index: Deno.KvKey) {
-  const pointer = await store.get<Deno.KvKey>(index);
-  return pointer.value ? await store.get<T>(pointer.value) : null;
+  indexKey(field: string, value: IndexValue | IndexValue[]): Deno.KvKey {
+    return [`${this.name}_by_${field}`, ...[value].flat()];
+  }
+
+  /** The index keys of `record`, with the field and value each stands for. */
+  indexes(record: T): { field: string; value: IndexValue | IndexValue[]; key: Deno.KvKey }[] {
+    return Object.entries(this.unique).flatMap(([field, of]) => {
+      const value = of(record);
+      return value === null ? [] : [{ field, value, key: this.indexKey(field, value) }];
+    });
+  }
+
+  async get(store: Store, id: IndexValue): Promise<T | null> {
+    return (await store.get<T>(this.key(id))).value;
+  }
+
+  async findBy(store: Store, field: string, value: IndexValue | IndexValue[]): Promise<T | null> {
+    const pointer = await store.get<Deno.KvKey>(this.indexKey(field, value));
+    return pointer.value ? (await store.get<T>(pointer.value)).value : null;
+  }
+
+  /** Every record, in id order. */
+  async all(store: Store): Promise<T[]> {
+    return (await store.list<T>({ prefix: [this.name] })).map((entry) => entry.value);
+  }
+
+  /** The next integer id (1, 2, 3, …), safe across processes sharing the store. */
+  nextId(store: Store): Promise<number> {
+    return nextId(store, this.name);
+  }
 }
 
 /**
- * Allocates the next integer id of `sequence` (1, 2, 3, …), safe across processes sharing the store.
+ * Allocates the next integer id of `sequence`, safe across processes sharing the store.
  *
  * @example
  * const id = await nextId(store, "users");
@@ -81,10 +82,131 @@ export async function nextId(store: Store, sequence: string): Promise<number> {
   }
 }
 
-/** A unique field already holds this value in another record. */
-export class UniqueConflict extends Error {
-  constructor(readonly field: string, readonly value: string) {
-    super(`${field} ${JSON.stringify(value)} is already taken`);
-    this.name = "UniqueConflict";
+const keyText = (key: Deno.KvKey) => JSON.stringify(key);
+
+interface Write {
+  collection: Collection<{ id: IndexValue }>;
+  key: Deno.KvKey;
+  /** null deletes the record. */
+  value: { id: IndexValue } | null;
+}
+
+/**
+ * One optimistic transaction: every read is checked at commit, so the writes apply only if
+ * nothing read has changed meanwhile. Index keys follow the records written.
+ */
+export class Transaction {
+  readonly #reads = new Map<
+    string,
+    { key: Deno.KvKey; versionstamp: string | null; value: unknown }
+  >();
+  readonly #writes = new Map<string, Write>();
+
+  constructor(readonly store: Store) {}
+
+  async get<T extends { id: IndexValue }>(
+    collection: Collection<T>,
+    id: IndexValue,
+  ): Promise<T | null> {
+    return await this.#read(collection.key(id)) as T | null;
   }
+
+  async findBy<T extends { id: IndexValue }>(
+    collection: Collection<T>,
+    field: string,
+    value: IndexValue | IndexValue[],
+  ): Promise<T | null> {
+    const pointer = await this.#read(collection.indexKey(field, value)) as Deno.KvKey | null;
+    return pointer ? await this.#read(pointer) as T | null : null;
+  }
+
+  /** Creates or replaces `record` (read it first when replacing, so its old index keys go). */
+  put<T extends { id: IndexValue }>(collection: Collection<T>, record: T): void {
+    const key = collection.key(record.id);
+    this.#writes.set(keyText(key), { collection: collection as never, key, value: record });
+  }
+
+  remove<T extends { id: IndexValue }>(collection: Collection<T>, id: IndexValue): void {
+    const key = collection.key(id);
+    this.#writes.set(keyText(key), { collection: collection as never, key, value: null });
+  }
+
+  async #read(key: Deno.KvKey): Promise<unknown> {
+    const known = this.#reads.get(keyText(key));
+    if (known) return known.value;
+    const entry = await this.store.get(key);
+    this.#reads.set(keyText(key), { key, versionstamp: entry.versionstamp, value: entry.value });
+    return entry.value;
+  }
+
+  /** Commits; answers false when something read changed, throws when a unique value is taken. */
+  async commit(): Promise<boolean> {
+    const added: {
+      field: string;
+      value: IndexValue | IndexValue[];
+      key: Deno.KvKey;
+      owner: Deno.KvKey;
+    }[] = [];
+    const removed: Deno.KvKey[] = [];
+    for (const write of this.#writes.values()) {
+      if (!this.#reads.has(keyText(write.key))) await this.#read(write.key);
+      const previous = this.#reads.get(keyText(write.key))!.value as { id: IndexValue } | null;
+      const before = previous ? write.collection.indexes(previous) : [];
+      const after = write.value ? write.collection.indexes(write.value) : [];
+      const beforeKeys = new Set(before.map((index) => keyText(index.key)));
+      const afterKeys = new Set(after.map((index) => keyText(index.key)));
+      for (const index of after) {
+        if (!beforeKeys.has(keyText(index.key))) added.push({ ...index, owner: write.key });
+      }
+      for (const index of before) if (!afterKeys.has(keyText(index.key))) removed.push(index.key);
+    }
+    const addedKeys = new Set(added.map((index) => keyText(index.key)));
+    // a value one record gives up and another takes in the same transaction just changes hands
+    const handedOver = new Set(removed.map(keyText).filter((key) => addedKeys.has(key)));
+    const result = await this.store.commit((op) => {
+      for (const read of this.#reads.values()) {
+        if (!addedKeys.has(keyText(read.key))) op.check(read);
+      }
+      for (const key of removed) if (!handedOver.has(keyText(key))) op.delete(key);
+      for (const index of added) {
+        if (!handedOver.has(keyText(index.key))) op.check({ key: index.key, versionstamp: null });
+        op.set(index.key, index.owner);
+      }
+      for (const write of this.#writes.values()) {
+        if (write.value) op.set(write.key, write.value);
+        else op.delete(write.key);
+      }
+      return op;
+    });
+    if (result.ok) return true;
+    if (added.length) {
+      const owners = await this.store.getMany<Deno.KvKey>(added.map((index) => index.key));
+      const taken = added.find((index, i) => {
+        const owner = owners[i]?.value;
+        return owner != null && keyText(owner) !== keyText(index.owner) &&
+          !handedOver.has(keyText(index.key));
+      });
+      if (taken) throw new UniqueConflict(taken.field, taken.value);
+    }
+    return false;
+  }
+}
+
+/**
+ * Runs `fn` in a {@link Transaction} and commits it, running it again when something it read
+ * changed meanwhile.
+ *
+ * @example
+ * await transact(store, async (tx) => {
+ *   const line = await tx.get(lines, 1);
+ *   if (line) tx.put(lines, { ...line, position: 2 });
+ * });
+ */
+export async function transact<R>(store: Store, fn: (tx: Transaction) => Promise<R>): Promise<R> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const tx = new Transaction(store);
+    const result = await fn(tx);
+    if (await tx.commit()) return result;
+  }
+  throw new Error("transaction abandoned: the records kept changing");
 }

@@ -1,86 +1,127 @@
 /**
- * CTI users: platform users who log in on `/svc/api/2.0/auth/login`. This module owns their keys;
- * the configuration daemon's `/1.1/users` resource reads and writes the same records through it.
+ * Users: the configuration daemon's `/1.1/users` records. A user with a `username` and a password
+ * is a CTI user who logs in on `/svc/api/2.0/auth/login`; this module is the one source of truth
+ * for both. Associations (lines, voicemail, call permissions, entity) are kept on the record; the
+ * other side of each association keeps its own list, and both change in one transaction.
  */
 import { hashPassword } from "../auth/passwords.ts";
-import { deleteRecord, getByIndex, nextId, UniqueConflict, writeRecord } from "./records.ts";
+import { Collection, transact } from "./records.ts";
 import type { Store } from "./store.ts";
+
+export interface Forward {
+  enabled: boolean;
+  destination: string | null;
+}
+
+export type ForwardKind = "busy" | "noanswer" | "unconditional";
+export type ServiceName = "dnd" | "incallfilter";
 
 export interface UserRecord {
   id: number;
   uuid: string;
   firstname: string;
   lastname: string | null;
+  email: string | null;
   /** Login name; a user with a username and a password can log in. */
   username: string | null;
   password_hash: string | null;
+  caller_id: string | null;
+  outgoing_caller_id: string | null;
+  mobile_phone_number: string | null;
+  language: string | null;
+  timezone: string | null;
+  description: string | null;
+  userfield: string | null;
+  line_type: string | null;
+  enabled: boolean;
+  call_permission_password: string | null;
+  supervision_enabled: boolean;
+  /** Spelled so by the specification. */
+  call_tranfer_enabled: boolean;
+  ring_seconds: number;
+  simultaneous_calls: number;
+  /** Lines in association order; the first is the main line. */
+  line_ids: number[];
+  voicemail_id: number | null;
+  callpermission_ids: number[];
+  entity_id: number | null;
+  services: Record<ServiceName, { enabled: boolean }>;
+  forwards: Record<ForwardKind, Forward>;
 }
 
-export interface NewUser {
-  firstname: string;
-  lastname?: string | null;
-  username?: string | null;
-  password?: string | null;
-}
+export const users = new Collection<UserRecord>("users", {
+  username: (user) => user.username,
+  uuid: (user) => user.uuid,
+});
 
-export const userKey = (id: number) => ["users", id] as const;
-export const userByUsernameKey = (username: string) => ["users_by_username", username] as const;
-export const userByUuidKey = (uuid: string) => ["users_by_uuid", uuid] as const;
+/** The fields a new user may be given; the others take their defaults. */
+export type NewUser =
+  & Pick<UserRecord, "firstname">
+  & Partial<Omit<UserRecord, "id" | "uuid" | "password_hash">>
+  & { password?: string | null };
 
-function userIndexes(user: UserRecord): Deno.KvKey[] {
-  const indexes: Deno.KvKey[] = [userByUuidKey(user.uuid)];
-  if (user.username !== null) indexes.push(userByUsernameKey(user.username));
-  return indexes;
+/** A complete record with the defaults of decisions §10 (ring 30 s, 5 simultaneous calls, …). */
+export async function buildUser(id: number, input: NewUser): Promise<UserRecord> {
+  const { password, ...fields } = input;
+  const noForward = () => ({ enabled: false, destination: null });
+  return {
+    id,
+    uuid: crypto.randomUUID(),
+    lastname: null,
+    email: null,
+    username: null,
+    caller_id: `"${[input.firstname, input.lastname].filter(Boolean).join(" ")}"`,
+    outgoing_caller_id: null,
+    mobile_phone_number: null,
+    language: null,
+    timezone: null,
+    description: null,
+    userfield: null,
+    line_type: null,
+    enabled: true,
+    call_permission_password: null,
+    supervision_enabled: true,
+    call_tranfer_enabled: true,
+    ring_seconds: 30,
+    simultaneous_calls: 5,
+    line_ids: [],
+    voicemail_id: null,
+    callpermission_ids: [],
+    entity_id: null,
+    services: { dnd: { enabled: false }, incallfilter: { enabled: false } },
+    forwards: { busy: noForward(), noanswer: noForward(), unconditional: noForward() },
+    ...fields,
+    password_hash: password ? await hashPassword(password) : null,
+  };
 }
 
 /**
- * Creates a CTI user; throws {@link UniqueConflict} when the username is taken.
+ * Creates a user; throws `UniqueConflict` when the username is taken.
  *
  * @example
  * const alice = await createUser(store, { firstname: "Alice", username: "alice", password: "pw" });
  */
 export async function createUser(store: Store, input: NewUser): Promise<UserRecord> {
-  const user: UserRecord = {
-    id: await nextId(store, "users"),
-    uuid: crypto.randomUUID(),
-    firstname: input.firstname,
-    lastname: input.lastname ?? null,
-    username: input.username ?? null,
-    password_hash: input.password ? await hashPassword(input.password) : null,
-  };
-  const result = await writeRecord(store, {
-    key: userKey(user.id),
-    value: user,
-    indexes: userIndexes(user),
-  });
-  if (!result.ok) throw new UniqueConflict("username", user.username ?? "");
+  const user = await buildUser(await users.nextId(store), input);
+  await transact(store, (tx) => Promise.resolve(tx.put(users, user)));
   return user;
 }
 
-export async function getUser(store: Store, id: number): Promise<UserRecord | null> {
-  return (await store.get<UserRecord>(userKey(id))).value;
-}
+export const getUser = (store: Store, id: number) => users.get(store, id);
+export const findUserByUsername = (store: Store, username: string) =>
+  users.findBy(store, "username", username);
+export const findUserByUuid = (store: Store, uuid: string) => users.findBy(store, "uuid", uuid);
 
-export async function findUserByUsername(store: Store, username: string) {
-  return (await getByIndex<UserRecord>(store, userByUsernameKey(username)))?.value ?? null;
-}
-
-export async function findUserByUuid(store: Store, uuid: string) {
-  return (await getByIndex<UserRecord>(store, userByUuidKey(uuid)))?.value ?? null;
-}
-
-/** True when the store holds no CTI user at all. */
+/** True when the store holds no user at all. */
 export async function hasNoUsers(store: Store): Promise<boolean> {
-  return (await store.list({ prefix: ["users"] }, { limit: 1 })).length === 0;
+  return (await store.list({ prefix: [users.name] }, { limit: 1 })).length === 0;
 }
 
 /** Deletes a user and its index keys; answers false when there was none. */
-export async function deleteUser(store: Store, id: number): Promise<boolean> {
-  for (;;) {
-    const entry = await store.get<UserRecord>(userKey(id));
-    if (!entry.value) return false;
-    if (await deleteRecord(store, entry.key, entry.versionstamp, userIndexes(entry.value))) {
-      return true;
-    }
-  }
+export function deleteUser(store: Store, id: number): Promise<boolean> {
+  return transact(store, async (tx) => {
+    if (!await tx.get(users, id)) return false;
+    tx.remove(users, id);
+    return true;
+  });
 }

@@ -3,7 +3,7 @@
  * `/svc/api/2.0/auth/webservice`. The configuration daemon exposes them as `/1.1/webservice_users`.
  */
 import { hashPassword } from "../auth/passwords.ts";
-import { getByIndex, nextId, UniqueConflict, writeRecord } from "./records.ts";
+import { Collection, transact, UniqueConflict } from "./records.ts";
 import type { Store } from "./store.ts";
 
 export interface WebServiceUserRecord {
@@ -21,12 +21,12 @@ export interface NewWebServiceUser {
   acls: string[];
 }
 
-export const webServiceUserKey = (id: number) => ["webservice_users", id] as const;
-export const webServiceUserByLoginKey = (login: string) =>
-  ["webservice_users_by_login", login] as const;
+export const webServiceUsers = new Collection<WebServiceUserRecord>("webservice_users", {
+  login: (user) => user.login,
+});
 
 /**
- * Creates a web service user; throws {@link UniqueConflict} when the login is taken.
+ * Creates a web service user; throws `UniqueConflict` when the login is taken.
  *
  * @example
  * await createWebServiceUser(store, { login: "crm", password: "pw", acls: ["svc.rest.dial.#"] });
@@ -36,56 +36,45 @@ export async function createWebServiceUser(
   input: NewWebServiceUser,
 ): Promise<WebServiceUserRecord> {
   const user: WebServiceUserRecord = {
-    id: await nextId(store, "webservice_users"),
+    id: await webServiceUsers.nextId(store),
     login: input.login,
     name: input.name ?? input.login,
     acls: input.acls,
     password_hash: await hashPassword(input.password),
   };
-  const result = await writeRecord(store, {
-    key: webServiceUserKey(user.id),
-    value: user,
-    indexes: [webServiceUserByLoginKey(user.login)],
-  });
-  if (!result.ok) throw new UniqueConflict("login", user.login);
+  await transact(store, (tx) => Promise.resolve(tx.put(webServiceUsers, user)));
   return user;
 }
 
-export async function getWebServiceUser(store: Store, id: number) {
-  return (await store.get<WebServiceUserRecord>(webServiceUserKey(id))).value;
-}
-
-export async function findWebServiceUserByLogin(store: Store, login: string) {
-  return (await getByIndex<WebServiceUserRecord>(store, webServiceUserByLoginKey(login)))?.value ??
-    null;
-}
+export const getWebServiceUser = (store: Store, id: number) => webServiceUsers.get(store, id);
+export const findWebServiceUserByLogin = (store: Store, login: string) =>
+  webServiceUsers.findBy(store, "login", login);
 
 /**
  * Creates the administrator of `SVC_ADMIN_LOGIN` with ACL `#`, or resets its password and ACLs
  * when it exists.
  */
 export async function ensureAdmin(store: Store, login: string, password: string) {
+  const passwordHash = await hashPassword(password);
   for (;;) {
-    const existing = await getByIndex<WebServiceUserRecord>(
-      store,
-      webServiceUserByLoginKey(login),
-    );
-    if (!existing?.value) {
-      try {
-        return await createWebServiceUser(store, { login, password, acls: ["#"], name: login });
-      } catch (error) {
-        if (error instanceof UniqueConflict) continue; // another process created it meanwhile
-        throw error;
-      }
+    const known = await findWebServiceUserByLogin(store, login);
+    const id = known?.id ?? await webServiceUsers.nextId(store);
+    try {
+      return await transact(store, async (tx) => {
+        const existing = await tx.findBy(webServiceUsers, "login", login);
+        const admin = {
+          id,
+          login,
+          name: login,
+          ...existing,
+          acls: ["#"],
+          password_hash: passwordHash,
+        };
+        tx.put(webServiceUsers, admin);
+        return admin;
+      });
+    } catch (error) {
+      if (!(error instanceof UniqueConflict)) throw error; // else another process created it: again
     }
-    const user = { ...existing.value, acls: ["#"], password_hash: await hashPassword(password) };
-    const indexes = [webServiceUserByLoginKey(login)];
-    const result = await writeRecord(store, {
-      key: webServiceUserKey(user.id),
-      value: user,
-      indexes,
-      previous: { versionstamp: existing.versionstamp!, indexes },
-    });
-    if (result.ok) return user;
   }
 }

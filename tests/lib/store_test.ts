@@ -2,20 +2,14 @@ import assert from "node:assert/strict";
 import { verifyPassword } from "../../lib/auth/passwords.ts";
 import { loadJwtSecret } from "../../lib/auth/tokens.ts";
 import { StoreUnavailable } from "../../lib/errors.ts";
-import {
-  deleteRecord,
-  getByIndex,
-  nextId,
-  UniqueConflict,
-  writeRecord,
-} from "../../lib/store/records.ts";
+import { Collection, nextId, transact, UniqueConflict } from "../../lib/store/records.ts";
 import { Store } from "../../lib/store/store.ts";
 import { createUser, findUserByUsername, findUserByUuid, getUser } from "../../lib/store/users.ts";
 import {
   createWebServiceUser,
   ensureAdmin,
   findWebServiceUserByLogin,
-  webServiceUserKey,
+  webServiceUsers,
 } from "../../lib/store/webservice_users.ts";
 
 async function withStore(fn: (store: Store) => Promise<void>) {
@@ -27,58 +21,74 @@ async function withStore(fn: (store: Store) => Promise<void>) {
   }
 }
 
-Deno.test("writeRecord keeps a record and its unique index keys together", async (t) => {
+interface Thing {
+  id: number;
+  name: string;
+  code: string | null;
+  owner?: number | null;
+}
+const things = new Collection<Thing>("things", {
+  name: (thing) => thing.name,
+  code: (thing) => thing.code === null ? null : ["x", thing.code],
+});
+
+Deno.test("collections keep records and their unique index keys together", async (t) => {
   await withStore(async (store) => {
-    const key = ["things", 1];
+    const put = (thing: Thing) => transact(store, (tx) => Promise.resolve(tx.put(things, thing)));
     await t.step("create: the record and its index keys are written", async () => {
-      const result = await writeRecord(store, {
-        key,
-        value: { name: "a" },
-        indexes: [["things_by_name", "a"], ["things_by_code", "x"]],
-      });
-      assert.ok(result.ok);
-      assert.deepEqual((await getByIndex(store, ["things_by_name", "a"]))?.value, { name: "a" });
+      await put({ id: 1, name: "a", code: "x1" });
+      assert.deepEqual(await things.findBy(store, "name", "a"), { id: 1, name: "a", code: "x1" });
+      assert.deepEqual(await things.findBy(store, "code", ["x", "x1"]), await things.get(store, 1));
+      assert.deepEqual(await store.get(things.indexKey("code", ["x", "x1"])).then((e) => e.value), [
+        "things",
+        1,
+      ]);
     });
-    await t.step("a taken index key is reported and nothing is written", async () => {
-      const result = await writeRecord(store, {
-        key: ["things", 2],
-        value: { name: "b" },
-        indexes: [["things_by_name", "b"], ["things_by_code", "x"]],
+    await t.step("a taken unique value throws UniqueConflict and nothing is written", async () => {
+      await assert.rejects(put({ id: 2, name: "b", code: "x1" }), (error: unknown) => {
+        assert.ok(error instanceof UniqueConflict);
+        assert.equal(error.field, "code");
+        assert.deepEqual(error.value, ["x", "x1"]);
+        return true;
       });
-      assert.deepEqual(result, { ok: false, conflicts: [["things_by_code", "x"]] });
-      assert.equal((await store.get(["things", 2])).value, null);
-      assert.equal((await store.get(["things_by_name", "b"])).value, null);
+      assert.equal(await things.get(store, 2), null);
+      assert.equal(await things.findBy(store, "name", "b"), null);
     });
-    await t.step("update moves index keys and checks the version read", async () => {
-      const current = await store.get(key);
-      const previous = {
-        versionstamp: current.versionstamp!,
-        indexes: [["things_by_name", "a"], ["things_by_code", "x"]],
-      };
-      const result = await writeRecord(store, {
-        key,
-        value: { name: "c" },
-        indexes: [["things_by_name", "c"], ["things_by_code", "x"]],
-        previous,
+    await t.step("update moves index keys; a null value has no index key", async () => {
+      await transact(store, async (tx) => {
+        const thing = await tx.get(things, 1);
+        tx.put(things, { ...thing!, name: "c", code: null });
       });
-      assert.ok(result.ok);
-      assert.equal((await store.get(["things_by_name", "a"])).value, null);
-      assert.deepEqual((await store.get(["things_by_name", "c"])).value, key);
-      const stale = await writeRecord(store, {
-        key,
-        value: { name: "d" },
-        indexes: [["things_by_name", "d"]],
-        previous,
-      });
-      assert.deepEqual(stale, { ok: false, conflicts: [key] });
-      assert.deepEqual((await store.get(key)).value, { name: "c" });
+      assert.equal(await things.findBy(store, "name", "a"), null);
+      assert.equal((await things.findBy(store, "name", "c"))?.id, 1);
+      assert.equal((await store.list({ prefix: ["things_by_code"] })).length, 0);
     });
-    await t.step("deleteRecord removes the record and its index keys", async () => {
-      const current = await store.get(key);
-      const indexes = [["things_by_name", "c"], ["things_by_code", "x"]];
-      assert.equal(await deleteRecord(store, key, "00000000000000000000", indexes), false);
-      assert.ok(await deleteRecord(store, key, current.versionstamp!, indexes));
-      assert.equal((await store.list({ prefix: [] })).length, 0);
+    await t.step("a value handed from one record to another in one transaction", async () => {
+      await put({ id: 2, name: "d", code: "x2" });
+      await transact(store, async (tx) => {
+        const [one, two] = [await tx.get(things, 1), await tx.get(things, 2)];
+        tx.put(things, { ...one!, code: "x2" });
+        tx.put(things, { ...two!, code: "x3" });
+      });
+      assert.equal((await things.findBy(store, "code", ["x", "x2"]))?.id, 1);
+      assert.equal((await things.findBy(store, "code", ["x", "x3"]))?.id, 2);
+    });
+    await t.step("what a transaction read is checked: a concurrent change reruns it", async () => {
+      let runs = 0;
+      await transact(store, async (tx) => {
+        runs++;
+        const thing = await tx.get(things, 1);
+        if (runs === 1) await put({ ...thing!, owner: 7 }); // someone else writes meanwhile
+        tx.put(things, { ...thing!, name: "e" });
+      });
+      assert.equal(runs, 2);
+      assert.deepEqual(await things.get(store, 1), { id: 1, name: "e", code: "x2", owner: 7 });
+    });
+    await t.step("remove deletes the record and its index keys", async () => {
+      await transact(store, (tx) => Promise.resolve(tx.remove(things, 1)));
+      await transact(store, (tx) => Promise.resolve(tx.remove(things, 2)));
+      assert.deepEqual(await store.list({ prefix: [] }), []);
+      assert.deepEqual(await things.all(store), []);
     });
   });
 });
@@ -128,7 +138,7 @@ Deno.test("web service users and the administrator of SVC_ADMIN_*", async () => 
     );
     const admin = await ensureAdmin(store, "root", "first");
     assert.deepEqual(admin.acls, ["#"]);
-    await store.set(webServiceUserKey(admin.id), { ...admin, acls: ["nothing"] });
+    await store.set(webServiceUsers.key(admin.id), { ...admin, acls: ["nothing"] });
     const reset = await ensureAdmin(store, "root", "second");
     assert.equal(reset.id, admin.id);
     const stored = await findWebServiceUserByLogin(store, "root");
