@@ -3,25 +3,15 @@
  * builds the app and serves it until SIGINT or SIGTERM.
  */
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
-import { demoBanner, loadDemo } from "./lib/demo.ts";
+import { prepareStore } from "./lib/bootstrap.ts";
+import { demoBanner } from "./lib/demo.ts";
 import { createServices, type Services } from "./lib/services.ts";
-import { ensureAdmin } from "./lib/store/webservice_users.ts";
 import { createApp } from "./routes/mod.ts";
 
 /** Stops the process with one line naming what is wrong. */
 function fail(message: string): never {
   console.error(`svc: ${message}`);
   Deno.exit(1);
-}
-
-/** Records every store needs before serving: the administrator and the demo data set. */
-export async function prepareStore(services: Services): Promise<void> {
-  const { config, logger } = services;
-  if (config.adminLogin && config.adminPassword) {
-    await ensureAdmin(services.store, config.adminLogin, config.adminPassword);
-    logger.info("administrator ready", { login: config.adminLogin });
-  }
-  if (config.demo && await loadDemo(services)) logger.info("demo data set loaded");
 }
 
 export async function main(env: Record<string, string> = Deno.env.toObject()): Promise<void> {

@@ -5,10 +5,10 @@
  *
  * Deploy: `deployctl deploy --entrypoint=deploy/deno_deploy.ts` (see deploy/README.md).
  */
+import { prepareStore } from "../lib/bootstrap.ts";
 import { loadConfig } from "../lib/config.ts";
 import { createServices } from "../lib/services.ts";
 import { Store } from "../lib/store/store.ts";
-import { prepareStore } from "../main.ts";
 import { createApp } from "../routes/mod.ts";
 
 const env = Deno.env.toObject();

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { apiErrorHandler } from "../lib/errors.ts";
 import { type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
+import { confdRoutes } from "../daemons/confd/mod.ts";
 import { authRoutes } from "./auth.ts";
 import { healthRoutes } from "./health.ts";
 
@@ -16,17 +17,21 @@ export const API_V2 = "/svc/api/2.0";
  * const app = createApp(await createServices(loadConfig({ SVC_KV: ":memory:" })));
  */
 export function createApp(services: Services) {
-  const v2 = new Hono<AppEnv>()
-    .route("/", authRoutes(services));
+  const v2 = new Hono<AppEnv>();
+  v2.use(limitBody(() => MiB));
+  v2.route("/", authRoutes(services));
 
   const app = new Hono<AppEnv>();
   app.use(requestLog(services.logger));
-  app.use(limitBody(() => MiB));
   app.route("/", healthRoutes(services));
   app.route(API_V2, v2);
-  app.notFound((c) =>
-    c.json({ error: "NotFound", message: `no route for ${c.req.method} ${c.req.path}` }, 404)
-  );
+  app.route("/1.1", confdRoutes(services));
+  app.notFound((c) => {
+    const message = `no route for ${c.req.method} ${c.req.path}`;
+    return c.req.path.startsWith("/1.1/")
+      ? c.json([`Resource Not Found - ${message}`], 404)
+      : c.json({ error: "NotFound", message }, 404);
+  });
   app.onError(apiErrorHandler(services.logger));
   return app;
 }

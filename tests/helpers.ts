@@ -1,4 +1,5 @@
 /** Test factories: a fresh in-memory store, a manual clock and captured log lines per test. */
+import { prepareStore } from "../lib/bootstrap.ts";
 import { ManualClock } from "../lib/clock.ts";
 import { loadConfig } from "../lib/config.ts";
 import { createLogger } from "../lib/log.ts";
@@ -24,6 +25,7 @@ export async function setup(env: Record<string, string> = {}): Promise<TestConte
     clock,
     logger: createLogger("debug", (line) => logs.push(line)),
   });
+  await prepareStore(services);
   return { services, app: createApp(services), clock, logs };
 }
 
@@ -77,3 +79,38 @@ export async function login(
 }
 
 export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+/** Calls `/1.1` with a web service user's token holding `acls` (the whole daemon by default). */
+export async function confd(ctx: TestContext, acls: string[] = ["confd.#"]) {
+  const user = await webServiceUser(ctx, acls);
+  const token = await login(ctx, "webservice", user.login);
+  const call = (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) =>
+    Promise.resolve(ctx.app.request(`/1.1${path}`, {
+      method,
+      headers: { ...bearer(token), "Content-Type": "application/json", ...headers },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    }));
+  return {
+    token,
+    get: (path: string, headers?: Record<string, string>) => call("GET", path, undefined, headers),
+    post: (path: string, body?: unknown) => call("POST", path, body),
+    put: (path: string, body?: unknown) => call("PUT", path, body),
+    delete: (path: string) => call("DELETE", path),
+    call,
+  };
+}
+
+/** Asserts a configuration daemon error: `status` and one message matching `pattern`. */
+export async function expectConfdError(response: Response, status: number, pattern: RegExp) {
+  const body = await response.json();
+  if (response.status !== status || !Array.isArray(body) || !pattern.test(String(body[0]))) {
+    throw new Error(
+      `expected ${status} ${pattern}, got ${response.status} ${JSON.stringify(body)}`,
+    );
+  }
+}

@@ -1,0 +1,71 @@
+/** `/1.1/contexts`: numbering plans with the ranges users and queues take their numbers from. */
+import { z } from "zod";
+import { type ContextRecord, contexts } from "../../lib/store/contexts.ts";
+import { check, fields } from "./body.ts";
+import type { Resource } from "./crud.ts";
+import { inputError } from "./errors.ts";
+
+const range = z.object({
+  start: z.string().regex(/^\d{1,16}$/, "Must be digits."),
+  end: z.string().regex(/^\d{1,16}$/, "Must be digits."),
+}).refine(
+  (r) => r.start.length === r.end.length && Number(r.start) <= Number(r.end),
+  "end must have the length of start and not be below it.",
+);
+
+const editable = {
+  display_name: fields.text(128).optional(),
+  type: z.enum(["internal", "incall", "outcall", "services", "others"]).optional(),
+  description: fields.text(1024).optional(),
+  enabled: fields.boolean().optional(),
+  user_ranges: z.array(range).optional(),
+  queue_ranges: z.array(range).optional(),
+};
+
+const createSchema = z.object({
+  name: fields.name(39).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
+  ...editable,
+});
+
+const updateSchema = z.object({ name: z.unknown().optional(), ...editable });
+
+const FIELDS = [
+  "id",
+  "name",
+  "display_name",
+  "type",
+  "description",
+  "enabled",
+  "user_ranges",
+  "queue_ranges",
+] as const;
+
+export const contextResource: Resource<ContextRecord, ContextRecord> = {
+  path: "/contexts",
+  acl: "contexts",
+  label: "Context",
+  collection: contexts,
+  view: (context) => context,
+  fields: FIELDS,
+  search: ["name", "display_name", "description"],
+  create(_tx, body, id) {
+    const input = check(createSchema, body);
+    return Promise.resolve({
+      id,
+      display_name: null,
+      type: "internal",
+      description: null,
+      enabled: true,
+      user_ranges: [],
+      queue_ranges: [],
+      ...input,
+    });
+  },
+  update(_tx, current, body) {
+    const { name, ...input } = check(updateSchema, body);
+    if (name !== undefined && name !== current.name) {
+      throw inputError("name", "A context's name cannot be changed.");
+    }
+    return Promise.resolve({ ...current, ...input });
+  },
+};

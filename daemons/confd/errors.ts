@@ -1,0 +1,76 @@
+/**
+ * The configuration daemon's errors (decisions §10): a JSON array of strings, e.g.
+ * 404 `["Resource Not Found - User was not found ('id': 9)"]`.
+ */
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ApiError, StoreUnavailable } from "../../lib/errors.ts";
+import type { AppEnv } from "../../lib/http.ts";
+import type { Logger } from "../../lib/log.ts";
+import { UniqueConflict } from "../../lib/store/records.ts";
+
+export class ConfdError extends Error {
+  constructor(readonly status: ContentfulStatusCode, readonly messages: string[]) {
+    super(messages.join("; "));
+    this.name = "ConfdError";
+  }
+}
+
+/** `('id': 9, 'name': 'abc')`, the way the configuration daemon quotes values. */
+export function describe(values: Record<string, unknown>): string {
+  const quoted = Object.entries(values).map(([name, value]) =>
+    `'${name}': ${typeof value === "number" || typeof value === "boolean" ? value : `'${value}'`}`
+  );
+  return `(${quoted.join(", ")})`;
+}
+
+/** 404 `Resource Not Found - Line was not found ('id': 9)`. */
+export const notFound = (resource: string, values: Record<string, unknown>) =>
+  new ConfdError(404, [`Resource Not Found - ${resource} was not found ${describe(values)}`]);
+
+/** 400 `Input Error - field 'firstname': <reason>`. */
+export const inputError = (field: string, reason: string) =>
+  new ConfdError(400, [`Input Error - field '${field}': ${reason}`]);
+
+/** 400 `Input Error - <reason>` for what is not one field, e.g. a body that is not JSON. */
+export const badInput = (reason: string) => new ConfdError(400, [`Input Error - ${reason}`]);
+
+/** 400 `Resource Error - <reason>`, e.g. `Line is associated with a User`. */
+export const resourceError = (reason: string) =>
+  new ConfdError(400, [`Resource Error - ${reason}`]);
+
+/** 400 `Resource Error - Extension already exists ('exten': '1001', 'context': 'default')`. */
+export const alreadyExists = (resource: string, values: Record<string, unknown>) =>
+  resourceError(`${resource} already exists ${describe(values)}`);
+
+/** Token problems are 401 here, as in the daemons this API follows; a missing ACL stays 403. */
+const tokenCodes = new Set([
+  "AuthorizationHeaderNotFound",
+  "BearerNotFound",
+  "InvalidToken",
+  "TokenExpired",
+  "InvalidJson",
+]);
+
+/** The sub-app's error handler: every failure as an array of strings. */
+export function confdErrorHandler(logger: Logger) {
+  return (error: Error, c: Context<AppEnv>): Response => {
+    if (error instanceof ConfdError) return c.json(error.messages, error.status);
+    if (error instanceof UniqueConflict) {
+      return c.json([`Resource Error - ${error.field} already exists`], 400);
+    }
+    if (error instanceof ApiError) {
+      if (tokenCodes.has(error.code)) {
+        return c.json([`Unauthorized - ${error.message}`], 401);
+      }
+      return c.json([`${error.code} - ${error.message}`], error.status, error.headers);
+    }
+    const requestId = c.get("requestId");
+    if (error instanceof StoreUnavailable) {
+      logger.error("store unreachable", { requestId, cause: String(error.cause) });
+      return c.json(["Unreachable - the store is unreachable"], 503);
+    }
+    logger.error("unhandled error", { requestId, error: String(error), stack: error.stack });
+    return c.json([`Internal Error - unexpected error, request id ${requestId}`], 500);
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * List answers of the configuration daemon (decisions §10): `{"total": N, "items": [...]}` with
+ * `search`, `order`, `direction`, `limit`, `offset` (`skip` as a deprecated alias) and exact-match
+ * filters on fields (`?context=default`). `total` counts the matches before paging.
+ */
+import type { Context } from "hono";
+import { inputError } from "./errors.ts";
+
+type Item = Record<string, unknown>;
+
+/** Query parameters that are not field filters. */
+const CONTROLS = new Set([
+  "search",
+  "order",
+  "direction",
+  "limit",
+  "offset",
+  "skip",
+  "view",
+  "recurse",
+]);
+
+/** Lower case without accents, for case- and accent-insensitive search. */
+export function fold(text: string): string {
+  return text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
+}
+
+function nonNegative(name: string, raw: string, min: number): number {
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < min) {
+    throw inputError(name, min > 0 ? "Must be greater than 0." : "Must be a positive integer.");
+  }
+  return Number(raw);
+}
+
+function compare(a: unknown, b: unknown): number {
+  if (a === b) return 0;
+  if (a === null || a === undefined) return 1; // nulls last
+  if (b === null || b === undefined) return -1;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return fold(String(a)).localeCompare(fold(String(b)));
+}
+
+/**
+ * Filters, orders and pages `items` (already in their API shape) as the query asks.
+ *
+ * @example
+ * return c.json(listItems(c, lines.map(lineView), { fields: LINE_FIELDS, search: ["name"] }));
+ */
+export function listItems<T extends object>(
+  c: Context,
+  items: T[],
+  options: { fields: readonly string[]; search: readonly string[] },
+): { total: number; items: T[] } {
+  const query = c.req.query();
+  let matches = items;
+  for (const [name, value] of Object.entries(query)) {
+    if (CONTROLS.has(name) || !options.fields.includes(name)) continue;
+    matches = matches.filter((item) => String((item as Item)[name]) === value);
+  }
+  if (query.search) {
+    const wanted = fold(query.search);
+    matches = matches.filter((item) =>
+      options.search.some((field) => {
+        const value = (item as Item)[field];
+        return value !== null && value !== undefined && fold(String(value)).includes(wanted);
+      })
+    );
+  }
+  if (query.order !== undefined && !options.fields.includes(query.order)) {
+    throw inputError("order", `unknown field '${query.order}'`);
+  }
+  const direction = query.direction ?? "asc";
+  if (direction !== "asc" && direction !== "desc") {
+    throw inputError("direction", "Must be one of: asc, desc.");
+  }
+  if (query.order) {
+    const order = query.order;
+    const sign = direction === "asc" ? 1 : -1;
+    matches = [...matches].sort((a, b) => sign * compare((a as Item)[order], (b as Item)[order]));
+  } else if (direction === "desc") {
+    matches = [...matches].reverse();
+  }
+  const offsetRaw = query.offset ?? query.skip;
+  if (query.offset === undefined && query.skip !== undefined) c.header("Deprecation", "true");
+  const offset = offsetRaw === undefined ? 0 : nonNegative("offset", offsetRaw, 0);
+  const limit = query.limit === undefined ? undefined : nonNegative("limit", query.limit, 1);
+  const page = matches.slice(offset, limit === undefined ? undefined : offset + limit);
+  return { total: matches.length, items: page };
+}

@@ -1,0 +1,21 @@
+/** What every store needs before serving: default contexts, the administrator, the demo data. */
+import { loadDemo } from "./demo.ts";
+import type { Services } from "./services.ts";
+import { ensureDefaultContexts } from "./store/contexts.ts";
+import { ensureAdmin } from "./store/webservice_users.ts";
+
+/**
+ * Prepares the store; safe to run at every start and from several processes at once.
+ *
+ * @example
+ * await prepareStore(await createServices(config));
+ */
+export async function prepareStore(services: Services): Promise<void> {
+  const { config, logger, store } = services;
+  if (await ensureDefaultContexts(store)) logger.info("default contexts created");
+  if (config.adminLogin && config.adminPassword) {
+    await ensureAdmin(store, config.adminLogin, config.adminPassword);
+    logger.info("administrator ready", { login: config.adminLogin });
+  }
+  if (config.demo && await loadDemo(services)) logger.info("demo data set loaded");
+}
