@@ -1,0 +1,8 @@
+/** PLACEHOLDER: being written; replaced whole by its owner. */
+import { Hono } from "hono";
+import type { AppEnv } from "../../lib/http.ts";
+import type { Services } from "../../lib/services.ts";
+
+export function userRoutes(_services: Services) {
+  return new Hono<AppEnv>();
+}
