@@ -5,6 +5,7 @@
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { prepareStore } from "./lib/bootstrap.ts";
 import { demoBanner } from "./lib/demo.ts";
+import { recoverBulkWrites } from "./lib/store/bulk.ts";
 import { createServices, type Services } from "./lib/services.ts";
 import { createApp } from "./routes/mod.ts";
 
@@ -29,6 +30,10 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
     fail(`cannot open the store SVC_KV=${config.kv}: ${(error as Error).message}`);
   }
   await prepareStore(services);
+  // a process that died in the middle of an import leaves a journal: undo it once it is stale
+  Deno.cron("undo unfinished imports", "* * * * *", async () => {
+    await recoverBulkWrites(services.store, services.clock.now());
+  });
   const app = createApp(services);
   // The signal handlers come first: a SIGTERM right after "listening" still closes the store.
   // They run from the event loop, so `server` is always set by the time one does.

@@ -1,6 +1,7 @@
 /** What every store needs before serving: default contexts, the administrator, the demo data. */
 import { loadDemo } from "./demo.ts";
 import type { Services } from "./services.ts";
+import { recoverBulkWrites } from "./store/bulk.ts";
 import { ensureDefaultContexts } from "./store/contexts.ts";
 import { ensureAdmin } from "./store/webservice_users.ts";
 
@@ -11,7 +12,9 @@ import { ensureAdmin } from "./store/webservice_users.ts";
  * await prepareStore(await createServices(config));
  */
 export async function prepareStore(services: Services): Promise<void> {
-  const { config, logger, store } = services;
+  const { config, logger, store, clock } = services;
+  const undone = await recoverBulkWrites(store, clock.now());
+  if (undone) logger.warn("unfinished imports undone", { count: undone });
   if (await ensureDefaultContexts(store)) logger.info("default contexts created");
   if (config.adminLogin && config.adminPassword) {
     await ensureAdmin(store, config.adminLogin, config.adminPassword);

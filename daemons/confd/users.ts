@@ -1,8 +1,287 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
+/**
+ * `/1.1/users`: users addressed by id or uuid, their services (DND, incoming call filter) and
+ * forwards. A user with a username and a password is a CTI user (one record, `lib/store/users.ts`).
+ */
 import { Hono } from "hono";
+import { z } from "zod";
+import { hashPassword } from "../../lib/auth/passwords.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
+import { transact, type Transaction } from "../../lib/store/records.ts";
+import {
+  buildUser,
+  type ForwardKind,
+  type ServiceName,
+  type UserRecord,
+  users,
+} from "../../lib/store/users.ts";
+import { check, fields, readBody } from "./body.ts";
+import { withConflicts } from "./crud.ts";
+import { inputError, notFound, resourceError } from "./errors.ts";
+import { confdAcl } from "./guard.ts";
+import { listItems } from "./list.ts";
 
-export function userRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+const FORWARD_KINDS: readonly ForwardKind[] = ["busy", "noanswer", "unconditional"];
+const SERVICE_NAMES: readonly ServiceName[] = ["dnd", "incallfilter"];
+
+const text = fields.text;
+const editable = {
+  lastname: text(128).optional(),
+  email: text(254).refine((v) => v === null || /^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(v), {
+    message: "Not a valid email address.",
+  }).optional(),
+  username: text(254).refine((v) => v === null || /^[a-zA-Z0-9_.@+-]{2,254}$/.test(v), {
+    message: "Must be 2 or more letters, digits or the characters _ . @ + -.",
+  }).optional(),
+  password: z.string().min(4, "Shorter than minimum length 4.").max(
+    64,
+    "Longer than maximum length 64.",
+  )
+    .nullable().optional(),
+  caller_id: text(80).optional(),
+  outgoing_caller_id: text(80).optional(),
+  mobile_phone_number: text(80).refine((v) => v === null || /^\+?[0-9*#]*$/.test(v), {
+    message: "Must be digits, optionally with a leading +, * and #.",
+  }).optional(),
+  language: text(20).refine((v) => v === null || /^[a-z]{2}_[A-Z]{2}$/.test(v), {
+    message: "Must be a locale such as fr_FR.",
+  }).optional(),
+  timezone: text(128).optional(),
+  description: text(4096).optional(),
+  userfield: text(128).optional(),
+  line_type: text(64).optional(),
+  enabled: fields.boolean().optional(),
+  call_permission_password: text(16).refine((v) => v === null || /^\d+$/.test(v), {
+    message: "Must be digits.",
+  }).optional(),
+  supervision_enabled: fields.boolean().optional(),
+  call_tranfer_enabled: fields.boolean().optional(),
+  ring_seconds: fields.integer(0, 10800).optional(),
+  simultaneous_calls: fields.integer(1, 20).optional(),
+};
+
+const createSchema = z.object({ firstname: fields.name(128), ...editable });
+const updateSchema = z.object({ firstname: fields.name(128).optional(), ...editable });
+
+/** The API shape of a user: every field but the password hash, associations as references. */
+export function userView(user: UserRecord) {
+  const { password_hash: _hash, line_ids, voicemail_id, callpermission_ids, ...visible } = user;
+  return {
+    ...visible,
+    lines: line_ids.map((id) => ({ id })),
+    voicemail: voicemail_id === null ? null : { id: voicemail_id },
+    call_permissions: callpermission_ids.map((id) => ({ id })),
+  };
+}
+
+export const USER_FIELDS = [
+  "id",
+  "uuid",
+  "firstname",
+  "lastname",
+  "email",
+  "username",
+  "caller_id",
+  "outgoing_caller_id",
+  "mobile_phone_number",
+  "language",
+  "timezone",
+  "description",
+  "userfield",
+  "line_type",
+  "enabled",
+  "call_permission_password",
+  "supervision_enabled",
+  "call_tranfer_enabled",
+  "ring_seconds",
+  "simultaneous_calls",
+] as const;
+
+const SEARCHED = [
+  "firstname",
+  "lastname",
+  "email",
+  "username",
+  "caller_id",
+  "description",
+  "userfield",
+  "mobile_phone_number",
+];
+
+/** The user of a path value: an integer id or a uuid, read in `tx`; 404 otherwise. */
+export async function loadUser(tx: Transaction, idOrUuid: string): Promise<UserRecord> {
+  const user = /^\d{1,15}$/.test(idOrUuid)
+    ? await tx.get(users, Number(idOrUuid))
+    : await tx.findBy(users, "uuid", idOrUuid);
+  if (!user) {
+    throw notFound("User", /^\d+$/.test(idOrUuid) ? { id: Number(idOrUuid) } : { uuid: idOrUuid });
+  }
+  return user;
+}
+
+/** Applies validated fields; the caller id is never regenerated from a name change (15.14). */
+async function applyFields(
+  user: UserRecord,
+  input: z.infer<typeof updateSchema>,
+): Promise<UserRecord> {
+  const { password, ...rest } = input;
+  const changed: UserRecord = { ...user, ...rest };
+  if (password !== undefined) {
+    changed.password_hash = password === null ? null : await hashPassword(password);
+  }
+  return changed;
+}
+
+/** What keeps a user from being deleted, as the daemon words it. */
+function blockingAssociation(user: UserRecord): string | null {
+  if (user.line_ids.length) return "Line";
+  if (user.voicemail_id !== null) return "Voicemail";
+  if (user.callpermission_ids.length) return "CallPermission";
+  return null;
+}
+
+const forwardSchema = z.object({
+  enabled: fields.boolean().optional(),
+  destination: text(128).optional(),
+});
+
+/** A forward after a change; an enabled forward needs a destination (decisions §10). */
+function changeForward(
+  current: UserRecord["forwards"][ForwardKind],
+  input: z.infer<typeof forwardSchema>,
+  kind: string,
+) {
+  const next = { ...current, ...input };
+  if (next.destination === "") next.destination = null;
+  if (next.enabled && !next.destination) {
+    throw inputError(`${kind}.destination`, "An enabled forward needs a destination.");
+  }
+  return next;
+}
+
+export function userRoutes({ store, tokens }: Services) {
+  const conflict = { label: "User" };
+
+  /** Reads the user, lets `change` build its new version, and writes it, in one transaction. */
+  const updateUser = (
+    idOrUuid: string,
+    change: (user: UserRecord) => Promise<UserRecord> | UserRecord,
+  ) =>
+    withConflicts(conflict, () =>
+      transact(store, async (tx) => {
+        const user = await loadUser(tx, idOrUuid);
+        tx.put(users, await change(user));
+      }));
+
+  const readUser = (idOrUuid: string) => transact(store, (tx) => loadUser(tx, idOrUuid));
+
+  return new Hono<AppEnv>()
+    .get("/users", confdAcl(tokens, "confd.users.read"), async (c) => {
+      const all = await users.all(store);
+      return c.json(listItems(c, all.map(userView), { fields: USER_FIELDS, search: SEARCHED }));
+    })
+    .post("/users", confdAcl(tokens, "confd.users.create"), async (c) => {
+      const input = check(createSchema, await readBody(c, z.looseObject({})));
+      const id = await users.nextId(store);
+      const user = await buildUser(id, input);
+      await withConflicts(
+        conflict,
+        () => transact(store, (tx) => Promise.resolve(tx.put(users, user))),
+      );
+      c.header("Location", `/1.1/users/${id}`);
+      return c.json(userView(user), 201);
+    })
+    .get("/users/:id", confdAcl(tokens, "confd.users.{id}.read"), async (c) => {
+      return c.json(userView(await readUser(c.req.param("id"))));
+    })
+    .put("/users/:id", confdAcl(tokens, "confd.users.{id}.update"), async (c) => {
+      const input = check(updateSchema, await readBody(c, z.looseObject({})));
+      await updateUser(c.req.param("id"), (user) => applyFields(user, input));
+      return c.body(null, 204);
+    })
+    .delete("/users/:id", confdAcl(tokens, "confd.users.{id}.delete"), async (c) => {
+      await transact(store, async (tx) => {
+        const user = await loadUser(tx, c.req.param("id"));
+        const association = blockingAssociation(user);
+        if (association) throw resourceError(`User is associated with a ${association}`);
+        tx.remove(users, user.id);
+      });
+      return c.body(null, 204);
+    })
+    .get("/users/:id/services", confdAcl(tokens, "confd.users.{id}.services.read"), async (c) => {
+      return c.json((await readUser(c.req.param("id"))).services);
+    })
+    .get(
+      "/users/:id/services/:service",
+      confdAcl(tokens, "confd.users.{id}.services.{service}.read"),
+      async (c) => {
+        const service = serviceName(c.req.param("service"));
+        return c.json((await readUser(c.req.param("id"))).services[service]);
+      },
+    )
+    .put(
+      "/users/:id/services/:service",
+      confdAcl(tokens, "confd.users.{id}.services.{service}.update"),
+      async (c) => {
+        const service = serviceName(c.req.param("service"));
+        const { enabled } = check(
+          z.object({ enabled: fields.boolean() }),
+          await readBody(c, z.looseObject({})),
+        );
+        await updateUser(c.req.param("id"), (user) => ({
+          ...user,
+          services: { ...user.services, [service]: { enabled } },
+        }));
+        return c.body(null, 204);
+      },
+    )
+    .get("/users/:id/forwards", confdAcl(tokens, "confd.users.{id}.forwards.read"), async (c) => {
+      return c.json((await readUser(c.req.param("id"))).forwards);
+    })
+    .put("/users/:id/forwards", confdAcl(tokens, "confd.users.{id}.forwards.update"), async (c) => {
+      const input = check(
+        z.object(Object.fromEntries(FORWARD_KINDS.map((kind) => [kind, forwardSchema.optional()]))),
+        await readBody(c, z.looseObject({})),
+      ) as Partial<Record<ForwardKind, z.infer<typeof forwardSchema>>>;
+      await updateUser(c.req.param("id"), (user) => {
+        const forwards = { ...user.forwards };
+        for (const kind of FORWARD_KINDS) {
+          const change = input[kind];
+          if (change) forwards[kind] = changeForward(forwards[kind], change, kind);
+        }
+        return { ...user, forwards };
+      });
+      return c.body(null, 204);
+    })
+    .get(
+      "/users/:id/forwards/:kind",
+      confdAcl(tokens, "confd.users.{id}.forwards.{kind}.read"),
+      async (c) => {
+        const kind = forwardKind(c.req.param("kind"));
+        return c.json((await readUser(c.req.param("id"))).forwards[kind]);
+      },
+    )
+    .put(
+      "/users/:id/forwards/:kind",
+      confdAcl(tokens, "confd.users.{id}.forwards.{kind}.update"),
+      async (c) => {
+        const kind = forwardKind(c.req.param("kind"));
+        const input = check(forwardSchema, await readBody(c, z.looseObject({})));
+        await updateUser(c.req.param("id"), (user) => ({
+          ...user,
+          forwards: { ...user.forwards, [kind]: changeForward(user.forwards[kind], input, kind) },
+        }));
+        return c.body(null, 204);
+      },
+    );
+}
+
+function serviceName(raw: string): ServiceName {
+  if ((SERVICE_NAMES as string[]).includes(raw)) return raw as ServiceName;
+  throw notFound("Service", { name: raw });
+}
+
+function forwardKind(raw: string): ForwardKind {
+  if ((FORWARD_KINDS as string[]).includes(raw)) return raw as ForwardKind;
+  throw notFound("Forward", { name: raw });
 }

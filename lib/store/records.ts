@@ -14,6 +14,14 @@ export class UniqueConflict extends Error {
   }
 }
 
+/** Every collection by name, so that recovery can read a journal naming them. */
+const registry = new Map<string, Collection<{ id: IndexValue }>>();
+
+/** The collection called `name`, once its module is loaded. */
+export function collectionNamed(name: string): Collection<{ id: IndexValue }> | undefined {
+  return registry.get(name);
+}
+
 /**
  * The records of one aggregate: `[name, id]` keys, and for each unique field an index key
  * `[name_by_field, ...value]` holding the record's key.
@@ -26,7 +34,9 @@ export class Collection<T extends { id: IndexValue }> {
     readonly name: string,
     /** Unique fields: the value a record holds, or null when it holds none. */
     readonly unique: Record<string, (record: T) => IndexValue | IndexValue[] | null> = {},
-  ) {}
+  ) {
+    registry.set(name, this as never);
+  }
 
   key(id: IndexValue): Deno.KvKey {
     return [this.name, id];

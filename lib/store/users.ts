@@ -70,7 +70,6 @@ export async function buildUser(id: number, input: NewUser): Promise<UserRecord>
     lastname: null,
     email: null,
     username: null,
-    caller_id: `"${[input.firstname, input.lastname].filter(Boolean).join(" ")}"`,
     outgoing_caller_id: null,
     mobile_phone_number: null,
     language: null,
@@ -91,6 +90,9 @@ export async function buildUser(id: number, input: NewUser): Promise<UserRecord>
     services: { dnd: { enabled: false }, incallfilter: { enabled: false } },
     forwards: { busy: noForward(), noanswer: noForward(), unconditional: noForward() },
     ...fields,
+    // generated only when absent at creation, never updated by a name change (15.14)
+    caller_id: fields.caller_id ??
+      `"${[input.firstname, input.lastname].filter(Boolean).join(" ")}"`,
     password_hash: password ? await hashPassword(password) : null,
   };
 }

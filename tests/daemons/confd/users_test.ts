@@ -1,0 +1,352 @@
+import assert from "node:assert/strict";
+import { transact } from "../../../lib/store/records.ts";
+import { users } from "../../../lib/store/users.ts";
+import { confd, expectConfdError, postJson, setup } from "../../helpers.ts";
+
+type Api = Awaited<ReturnType<typeof confd>>;
+
+async function createUser(api: Api, body: Record<string, unknown>) {
+  const response = await api.post("/users", body);
+  assert.equal(response.status, 201, JSON.stringify(await response.clone().json()));
+  return await response.json();
+}
+
+Deno.test("/1.1/users: create, read by id or uuid, update, delete", async (t) => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  let alice: Record<string, unknown> = {};
+
+  await t.step("POST with only a firstname: 201, Location, defaults, nulls", async () => {
+    const response = await api.post("/users", { firstname: "Alice", unknown_field: 1 });
+    assert.equal(response.status, 201);
+    alice = await response.json();
+    assert.equal(response.headers.get("location"), `/1.1/users/${alice.id}`);
+    assert.match(String(alice.uuid), /^[0-9a-f-]{36}$/);
+    assert.equal(alice.firstname, "Alice");
+    for (
+      const field of [
+        "lastname",
+        "email",
+        "username",
+        "outgoing_caller_id",
+        "mobile_phone_number",
+        "language",
+        "timezone",
+        "description",
+        "userfield",
+        "line_type",
+        "call_permission_password",
+      ]
+    ) assert.equal(alice[field], null, field);
+    assert.equal(alice.caller_id, '"Alice"');
+    assert.equal(alice.enabled, true);
+    assert.equal(alice.supervision_enabled, true);
+    assert.equal(alice.call_tranfer_enabled, true);
+    assert.equal(alice.ring_seconds, 30);
+    assert.equal(alice.simultaneous_calls, 5);
+    assert.deepEqual(alice.lines, []);
+    assert.equal(alice.voicemail, null);
+    assert.ok(!("password" in alice) && !("password_hash" in alice) && !("unknown_field" in alice));
+  });
+
+  await t.step("GET by id and by uuid", async () => {
+    assert.deepEqual(await (await api.get(`/users/${alice.id}`)).json(), alice);
+    assert.deepEqual(await (await api.get(`/users/${alice.uuid}`)).json(), alice);
+  });
+
+  await t.step("HEAD by id or uuid: 200 without a body, 404 when unknown", async () => {
+    for (const id of [alice.id, alice.uuid]) {
+      const response = await api.call("HEAD", `/users/${id}`);
+      assert.equal(response.status, 200);
+      assert.equal(await response.text(), "");
+    }
+    const missing = await api.call("HEAD", "/users/999");
+    assert.equal(missing.status, 404);
+    await missing.body?.cancel();
+  });
+
+  await t.step(
+    "the caller id is generated from the names only when absent at creation",
+    async () => {
+      const bob = await createUser(api, { firstname: "Bob", lastname: "Durand" });
+      assert.equal(bob.caller_id, '"Bob Durand"');
+      const given = await createUser(api, { firstname: "Carol", caller_id: '"C" <1003>' });
+      assert.equal(given.caller_id, '"C" <1003>');
+      assert.equal((await api.put(`/users/${bob.id}`, { firstname: "Robert" })).status, 204);
+      const renamed = await (await api.get(`/users/${bob.id}`)).json();
+      assert.equal(renamed.firstname, "Robert");
+      assert.equal(renamed.caller_id, '"Bob Durand"');
+    },
+  );
+
+  await t.step("PUT by uuid changes only what it sends", async () => {
+    const response = await api.put(`/users/${alice.uuid}`, {
+      lastname: "Martin",
+      ring_seconds: 45,
+      enabled: false,
+    });
+    assert.equal(response.status, 204);
+    const body = await (await api.get(`/users/${alice.id}`)).json();
+    assert.equal(body.lastname, "Martin");
+    assert.equal(body.ring_seconds, 45);
+    assert.equal(body.enabled, false);
+    assert.equal(body.firstname, "Alice");
+    assert.equal((await api.put(`/users/${alice.id}`, { lastname: null })).status, 204);
+    assert.equal((await (await api.get(`/users/${alice.id}`)).json()).lastname, null);
+  });
+
+  await t.step("DELETE: 204, then 404", async () => {
+    assert.equal((await api.delete(`/users/${alice.uuid}`)).status, 204);
+    await expectConfdError(
+      await api.get(`/users/${alice.id}`),
+      404,
+      new RegExp(`^Resource Not Found - User was not found \\('id': ${alice.id}\\)$`),
+    );
+    await expectConfdError(
+      await api.get(`/users/${alice.uuid}`),
+      404,
+      new RegExp(`\\('uuid': '${alice.uuid}'\\)`),
+    );
+    await expectConfdError(await api.delete(`/users/${alice.id}`), 404, /not found/);
+  });
+});
+
+Deno.test("/1.1/users: a user with username and password is a CTI user", async () => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  const login = (password: string) =>
+    postJson(ctx, "/svc/api/2.0/auth/login", { login: "dave", password });
+  const dave = await createUser(api, { firstname: "Dave", username: "dave", password: "first-pw" });
+  assert.equal((await login("first-pw")).status, 200);
+  assert.equal((await api.put(`/users/${dave.id}`, { password: "second-pw" })).status, 204);
+  assert.equal((await login("first-pw")).status, 401);
+  assert.equal((await login("second-pw")).status, 200);
+  assert.equal((await api.put(`/users/${dave.id}`, { username: "david" })).status, 204);
+  assert.equal((await login("second-pw")).status, 401);
+  assert.equal(
+    (await postJson(ctx, "/svc/api/2.0/auth/login", { login: "david", password: "second-pw" }))
+      .status,
+    200,
+  );
+});
+
+Deno.test("/1.1/users: validation and conflicts", async (t) => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  const alice = await createUser(api, { firstname: "Alice", username: "alice" });
+
+  await t.step("each bad field answers 400 naming it", async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{}, "firstname"],
+      [{ firstname: "" }, "firstname"],
+      [{ firstname: "x".repeat(129) }, "firstname"],
+      [{ firstname: 12 }, "firstname"],
+      [{ firstname: "A", lastname: 5 }, "lastname"],
+      [{ firstname: "A", email: "not-an-email" }, "email"],
+      [{ firstname: "A", username: "with space" }, "username"],
+      [{ firstname: "A", password: "abc" }, "password"],
+      [{ firstname: "A", ring_seconds: -1 }, "ring_seconds"],
+      [{ firstname: "A", ring_seconds: 10801 }, "ring_seconds"],
+      [{ firstname: "A", ring_seconds: "30" }, "ring_seconds"],
+      [{ firstname: "A", ring_seconds: 1.5 }, "ring_seconds"],
+      [{ firstname: "A", simultaneous_calls: 0 }, "simultaneous_calls"],
+      [{ firstname: "A", simultaneous_calls: 21 }, "simultaneous_calls"],
+      [{ firstname: "A", enabled: "true" }, "enabled"],
+      [{ firstname: "A", supervision_enabled: 1 }, "supervision_enabled"],
+      [{ firstname: "A", call_tranfer_enabled: null }, "call_tranfer_enabled"],
+      [{ firstname: "A", language: "french" }, "language"],
+      [{ firstname: "A", mobile_phone_number: "06 12" }, "mobile_phone_number"],
+      [{ firstname: "A", call_permission_password: "12ab" }, "call_permission_password"],
+      [{ firstname: "A", caller_id: "c".repeat(81) }, "caller_id"],
+    ];
+    for (const [body, field] of cases) {
+      await expectConfdError(
+        await api.post("/users", body),
+        400,
+        new RegExp(`^Input Error - field '${field}': `),
+      );
+    }
+    await expectConfdError(
+      await api.put(`/users/${alice.id}`, { firstname: "" }),
+      400,
+      /field 'firstname'/,
+    );
+    await expectConfdError(await api.post("/users", "{"), 400, /not valid JSON/);
+  });
+
+  await t.step("a taken username: 400 Resource Error", async () => {
+    await expectConfdError(
+      await api.post("/users", { firstname: "Other", username: "alice" }),
+      400,
+      /^Resource Error - User already exists \('username': 'alice'\)$/,
+    );
+    const other = await createUser(api, { firstname: "Other" });
+    await expectConfdError(
+      await api.put(`/users/${other.id}`, { username: "alice" }),
+      400,
+      /User already exists/,
+    );
+  });
+
+  await t.step("a user still associated cannot be deleted", async () => {
+    await transact(ctx.services.store, async (tx) => {
+      const user = await tx.get(users, alice.id);
+      tx.put(users, { ...user!, line_ids: [7] });
+    });
+    await expectConfdError(
+      await api.delete(`/users/${alice.id}`),
+      400,
+      /^Resource Error - User is associated with a Line$/,
+    );
+    assert.equal((await api.get(`/users/${alice.id}`)).status, 200);
+  });
+});
+
+Deno.test("/1.1/users lists", async (t) => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  for (const [firstname, lastname] of [["Zoé", "Ärger"], ["anna", "Berg"], ["Marc", "Aubert"]]) {
+    await createUser(api, { firstname, lastname });
+  }
+  const list = async (query: string) => {
+    const response = await api.get(`/users?${query}`);
+    assert.equal(response.status, 200, query);
+    const body = await response.json();
+    return [body.total, body.items.map((u: { firstname: string }) => u.firstname)];
+  };
+  await t.step("search, filters, order, paging", async () => {
+    assert.deepEqual(await list("search=zoe"), [1, ["Zoé"]]);
+    assert.deepEqual(await list("search=ARG"), [1, ["Zoé"]]);
+    assert.deepEqual(await list("order=lastname"), [3, ["Zoé", "Marc", "anna"]]);
+    assert.deepEqual(await list("order=firstname&direction=desc&limit=2"), [3, ["Zoé", "Marc"]]);
+    assert.deepEqual(await list("order=firstname&offset=1&limit=1"), [3, ["Marc"]]);
+    assert.deepEqual(await list("lastname=Berg"), [1, ["anna"]]);
+    assert.deepEqual(await list("enabled=true&order=id"), [3, ["Zoé", "anna", "Marc"]]);
+  });
+  await t.step("bad list parameters", async () => {
+    await expectConfdError(await api.get("/users?order=password"), 400, /field 'order'/);
+    await expectConfdError(await api.get("/users?limit=-2"), 400, /field 'limit'/);
+  });
+});
+
+Deno.test("/1.1/users services and forwards", async (t) => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  const user = await createUser(api, { firstname: "Alice" });
+  const path = `/users/${user.id}`;
+
+  await t.step("services: DND and incoming call filter", async () => {
+    assert.deepEqual(await (await api.get(`${path}/services`)).json(), {
+      dnd: { enabled: false },
+      incallfilter: { enabled: false },
+    });
+    assert.equal((await api.put(`${path}/services/dnd`, { enabled: true })).status, 204);
+    assert.deepEqual(await (await api.get(`${path}/services/dnd`)).json(), { enabled: true });
+    assert.deepEqual(await (await api.get(`/users/${user.uuid}/services/incallfilter`)).json(), {
+      enabled: false,
+    });
+    await expectConfdError(
+      await api.get(`${path}/services/vacation`),
+      404,
+      /Service was not found/,
+    );
+    await expectConfdError(
+      await api.put(`${path}/services/dnd`, { enabled: "yes" }),
+      400,
+      /field 'enabled'/,
+    );
+    await expectConfdError(await api.put(`${path}/services/dnd`, {}), 400, /field 'enabled'/);
+    await expectConfdError(await api.get("/users/999/services"), 404, /User was not found/);
+  });
+
+  await t.step("forwards: one at a time and all at once", async () => {
+    const off = { enabled: false, destination: null };
+    assert.deepEqual(await (await api.get(`${path}/forwards`)).json(), {
+      busy: off,
+      noanswer: off,
+      unconditional: off,
+    });
+    assert.equal(
+      (await api.put(`${path}/forwards/busy`, { enabled: true, destination: "1002" })).status,
+      204,
+    );
+    assert.deepEqual(await (await api.get(`${path}/forwards/busy`)).json(), {
+      enabled: true,
+      destination: "1002",
+    });
+    assert.equal(
+      (await api.put(`${path}/forwards`, {
+        noanswer: { enabled: true, destination: "0612345678" },
+        busy: { enabled: false },
+      })).status,
+      204,
+    );
+    const all = await (await api.get(`${path}/forwards`)).json();
+    assert.deepEqual(all.busy, { enabled: false, destination: "1002" });
+    assert.deepEqual(all.noanswer, { enabled: true, destination: "0612345678" });
+    assert.deepEqual(all.unconditional, off);
+  });
+
+  await t.step("forward errors", async () => {
+    await expectConfdError(
+      await api.put(`${path}/forwards/unconditional`, { enabled: true }),
+      400,
+      /field 'unconditional.destination': An enabled forward needs a destination/,
+    );
+    await expectConfdError(
+      await api.put(`${path}/forwards/busy`, { enabled: true, destination: "" }),
+      400,
+      /destination/,
+    );
+    await expectConfdError(
+      await api.put(`${path}/forwards/busy`, { enabled: "true" }),
+      400,
+      /field 'enabled'/,
+    );
+    await expectConfdError(
+      await api.get(`${path}/forwards/sometimes`),
+      404,
+      /Forward was not found/,
+    );
+    await expectConfdError(
+      await api.put(`${path}/forwards`, { busy: { enabled: true, destination: null } }),
+      400,
+      /busy.destination/,
+    );
+  });
+});
+
+Deno.test("/1.1/users: every route refuses a token without its ACL", async (t) => {
+  const ctx = await setup();
+  const admin = await confd(ctx);
+  const user = await createUser(admin, { firstname: "Alice" });
+  const narrow = await confd(ctx, ["confd.contexts.#"]);
+  const id = user.id;
+  const routes: [string, string, string][] = [
+    ["GET", "/users", "confd.users.read"],
+    ["POST", "/users", "confd.users.create"],
+    ["GET", `/users/${id}`, `confd.users.${id}.read`],
+    ["PUT", `/users/${id}`, `confd.users.${id}.update`],
+    ["DELETE", `/users/${id}`, `confd.users.${id}.delete`],
+    ["GET", `/users/${id}/services`, `confd.users.${id}.services.read`],
+    ["GET", `/users/${id}/services/dnd`, `confd.users.${id}.services.dnd.read`],
+    ["PUT", `/users/${id}/services/dnd`, `confd.users.${id}.services.dnd.update`],
+    ["GET", `/users/${id}/forwards`, `confd.users.${id}.forwards.read`],
+    ["PUT", `/users/${id}/forwards`, `confd.users.${id}.forwards.update`],
+    ["GET", `/users/${id}/forwards/busy`, `confd.users.${id}.forwards.busy.read`],
+    ["PUT", `/users/${id}/forwards/busy`, `confd.users.${id}.forwards.busy.update`],
+  ];
+  for (const [method, path, acl] of routes) {
+    await t.step(`${method} ${path}`, async () => {
+      const response = await narrow.call(method, path, method === "GET" ? undefined : {});
+      assert.equal(response.status, 403);
+      assert.deepEqual(await response.json(), [`Forbidden - missing ACL ${acl}`]);
+    });
+  }
+  await t.step("a uuid fills the ACL template too", async () => {
+    const response = await narrow.get(`/users/${user.uuid}`);
+    assert.deepEqual(await response.json(), [
+      `Forbidden - missing ACL confd.users.${user.uuid}.read`,
+    ]);
+  });
+});
