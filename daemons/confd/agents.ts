@@ -1,8 +1,95 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
+/**
+ * `/1.1/agents` (Deneb.03): agents and, read-only, the queues they are members of (`queues` in the
+ * view, `GET /agents/{id}/queues`). Membership is changed through
+ * `/1.1/queues/{id}/members/agents/{agent_id}`. The `number` is set on creation and never
+ * changes; `password` is write-only.
+ */
 import { Hono } from "hono";
+import { z } from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
+import { agentPasswordHash, type AgentRecord, agents, buildAgent } from "../../lib/store/agents.ts";
+import { listQueues, membershipsOf, queuesOfAgent } from "../../lib/store/queues.ts";
+import { check, fields, pathId } from "./body.ts";
+import { inputError, notFound, resourceError } from "./errors.ts";
+import { confdAcl } from "./guard.ts";
+import { listItems } from "./list.ts";
+import { type FlexibleResource, flexibleResourceRoutes, integerIds } from "./queues.ts";
 
-export function agentRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+export type AgentView = Omit<AgentRecord, "password_hash"> & {
+  queues: { id: number; name: string; penalty: number }[];
+};
+
+const editable = {
+  firstname: fields.text(128).optional(),
+  lastname: fields.text(128).optional(),
+  password: fields.text(128).optional(),
+  language: fields.text(20).optional(),
+  description: fields.text(1024).optional(),
+  preprocess_subroutine: fields.text(39).optional(),
+};
+
+const createSchema = z.object({
+  number: z.string().regex(/^\d{1,40}$/, "Must be 1 to 40 digits."),
+  ...editable,
+});
+
+const updateSchema = z.object({ number: z.unknown().optional(), ...editable });
+
+export const agentResource: FlexibleResource<AgentRecord, AgentView> = {
+  path: "/agents",
+  acl: "agents",
+  label: "Agent",
+  collection: agents,
+  ...integerIds(agents),
+  fields: [
+    "id",
+    "number",
+    "firstname",
+    "lastname",
+    "language",
+    "description",
+    "preprocess_subroutine",
+  ],
+  search: ["number", "firstname", "lastname", "description"],
+  async views(store, records) {
+    const all = await listQueues(store);
+    return records.map(({ password_hash: _, ...agent }) => ({
+      ...agent,
+      queues: membershipsOf(all, agent.id),
+    }));
+  },
+  create(_tx, body, id) {
+    return buildAgent(id, check(createSchema, body));
+  },
+  async update(_tx, current, body) {
+    const { number, password, ...input } = check(updateSchema, body);
+    if (number !== undefined && number !== current.number) {
+      throw inputError("number", "An agent's number cannot be changed.");
+    }
+    const passwordHash = password === undefined
+      ? current.password_hash
+      : await agentPasswordHash(password);
+    return { ...current, ...input, password_hash: passwordHash };
+  },
+  async beforeDelete(tx, agent) {
+    if ((await queuesOfAgent(tx.store, agent.id)).length) {
+      throw resourceError("Agent is associated with a Queue");
+    }
+  },
+};
+
+export function agentRoutes(services: Services) {
+  const { store, tokens } = services;
+  const app = new Hono<AppEnv>();
+  app.get("/agents/:id/queues", confdAcl(tokens, "confd.agents.{id}.queues.read"), async (c) => {
+    const id = pathId(c, "Agent");
+    if (!await agents.get(store, id)) throw notFound("Agent", { id });
+    const memberships = await queuesOfAgent(store, id);
+    return c.json(
+      listItems(c, memberships, { fields: ["id", "name", "penalty"], search: ["name"] }),
+    );
+  });
+  app.route("/", flexibleResourceRoutes(services, agentResource));
+  return app;
 }

@@ -1,8 +1,79 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
-import { Hono } from "hono";
-import type { AppEnv } from "../../lib/http.ts";
+/**
+ * `/1.1/callback_lists` (decisions §6): callback lists addressed by UUID, each for an existing
+ * queue, with named periods (`HH:MM` to `HH:MM`, exactly one the default). A list created without
+ * periods gets the default period `All day` 00:00-23:59.
+ */
+import { z } from "zod";
 import type { Services } from "../../lib/services.ts";
+import {
+  buildCallbackList,
+  type CallbackListRecord,
+  callbackLists,
+  type CallbackPeriod,
+} from "../../lib/store/callback_lists.ts";
+import { check, fields } from "./body.ts";
+import { type FlexibleResource, flexibleResourceRoutes, touchQueue } from "./queues.ts";
 
-export function callbackListRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+export type CallbackListView = Omit<CallbackListRecord, "id">;
+
+const time = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "Must be a time HH:MM.");
+
+const period = z.object({
+  name: fields.name(128),
+  periodStart: time,
+  periodEnd: time,
+  default: fields.boolean().optional(),
+}).refine((p) => p.periodStart < p.periodEnd, "periodEnd must be after periodStart.");
+
+const periods = z.array(period).superRefine((list, ctx) => {
+  if (list.filter((p) => p.default).length !== 1) {
+    ctx.addIssue({ code: "custom", message: "Exactly one period must be the default." });
+  }
+  const names = list.map((p) => p.name);
+  const repeated = names.findIndex((name, i) => names.indexOf(name) !== i);
+  if (repeated >= 0) {
+    ctx.addIssue({ code: "custom", path: [repeated, "name"], message: "Repeated period name." });
+  }
+});
+
+const editable = {
+  name: fields.name(128),
+  queue_id: z.number().int("Not a valid integer.").positive("Must be greater than 0."),
+  periods: periods.optional(),
+};
+
+const createSchema = z.object(editable);
+const updateSchema = createSchema.partial();
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Periods as stored: every one says whether it is the default. */
+const complete = (list: z.infer<typeof periods> | undefined): CallbackPeriod[] | undefined =>
+  list?.map((p) => ({ ...p, default: p.default ?? false }));
+
+export const callbackListResource: FlexibleResource<CallbackListRecord, CallbackListView> = {
+  path: "/callback_lists",
+  acl: "callback_lists",
+  label: "CallbackList",
+  collection: callbackLists,
+  param: "uuid",
+  parseId: (raw) => UUID.test(raw.toLowerCase()) ? raw.toLowerCase() : null,
+  newId: () => Promise.resolve(crypto.randomUUID()),
+  fields: ["uuid", "name", "queue_id"],
+  search: ["name"],
+  views: (_store, records) => Promise.resolve(records.map(({ id: _, ...list }) => list)),
+  async create(tx, body, uuid) {
+    const input = check(createSchema, body);
+    await touchQueue(tx, input.queue_id, "queue_id");
+    return buildCallbackList({ ...input, periods: complete(input.periods), uuid });
+  },
+  async update(tx, current, body) {
+    const { periods, ...input } = check(updateSchema, body);
+    if (input.queue_id !== undefined) await touchQueue(tx, input.queue_id, "queue_id");
+    return { ...current, ...input, periods: complete(periods) ?? current.periods };
+  },
+};
+
+export function callbackListRoutes(services: Services) {
+  return flexibleResourceRoutes(services, callbackListResource);
 }

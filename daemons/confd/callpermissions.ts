@@ -1,8 +1,133 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
-import { Hono } from "hono";
+/**
+ * `/1.1/callpermissions`, `/1.1/users/{id}/callpermissions` and
+ * `/1.1/callpermissions/{id}/users`: rules allowing or denying extensions, many to many with users.
+ */
+import type { Context } from "hono";
+import { z } from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
+import {
+  type CallPermissionRecord,
+  callPermissions,
+  linkUserCallPermission,
+  unlinkUserCallPermission,
+} from "../../lib/store/callpermissions.ts";
+import type { Transaction } from "../../lib/store/records.ts";
+import type { UserRecord } from "../../lib/store/users.ts";
+import { check, fields, pathId } from "./body.ts";
+import { type Resource, resourceRoutes } from "./crud.ts";
+import { associationHandler, listOf, readUser, withUsers } from "./entities.ts";
+import { describe, notFound, resourceError } from "./errors.ts";
+import { exten } from "./extensions.ts";
+import { confdAcl } from "./guard.ts";
 
-export function callPermissionRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+const LABEL = "CallPermission";
+
+const schema = z.object({
+  name: fields.name(128).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
+  password: z.string().regex(/^\d{1,16}$/, "Must be 1 to 16 digits.").nullable().optional(),
+  mode: z.enum(["allow", "deny"]).optional(),
+  extensions: z.array(exten()).refine(
+    (list) => new Set(list).size === list.length,
+    "Must not hold the same extension twice.",
+  ).optional(),
+  enabled: fields.boolean().optional(),
+  description: fields.text(1024).optional(),
+});
+
+export const callPermissionResource: Resource<
+  CallPermissionRecord,
+  ReturnType<typeof withUsers>
+> = {
+  path: "/callpermissions",
+  acl: "callpermissions",
+  label: LABEL,
+  collection: callPermissions,
+  view: withUsers,
+  fields: ["id", "name", "password", "mode", "enabled", "description"],
+  search: ["name", "description"],
+  create: (_tx, body, id) =>
+    Promise.resolve({
+      id,
+      password: null,
+      mode: "deny",
+      extensions: [],
+      enabled: true,
+      description: null,
+      user_ids: [],
+      ...check(schema, body),
+    }),
+  update: (_tx, current, body) => Promise.resolve({ ...current, ...check(schema.partial(), body) }),
+  beforeDelete(_tx, permission) {
+    if (permission.user_ids.length) throw resourceError(`${LABEL} is associated with a User`);
+    return Promise.resolve();
+  },
+};
+
+/** An association item of the user ↔ call permission lists. */
+const item = (user_id: number, call_permission_id: number) => ({ user_id, call_permission_id });
+
+/** The call permission CRUD routes and the user ↔ call permission routes. */
+export function callPermissionRoutes(services: Services) {
+  const { store, tokens } = services;
+  const one = "/users/:id/callpermissions/:callpermission_id";
+  const acl = "confd.users.{id}.callpermissions.{callpermission_id}";
+
+  /** The path's call permission, or 404. */
+  async function load(tx: Transaction, c: Context<AppEnv>) {
+    const id = pathId(c, LABEL, "callpermission_id");
+    const permission = await tx.get(callPermissions, id);
+    if (!permission) throw notFound(LABEL, { id });
+    return permission;
+  }
+  const linked = (user: UserRecord, permission: CallPermissionRecord) =>
+    user.callpermission_ids.includes(permission.id);
+  const quoted = (user: UserRecord, permission: CallPermissionRecord) =>
+    describe(item(user.id, permission.id));
+
+  return resourceRoutes(services, callPermissionResource)
+    .get(
+      "/users/:id/callpermissions",
+      confdAcl(tokens, "confd.users.{id}.callpermissions.read"),
+      async (c) => {
+        const user = await readUser(store, c.req.param("id"));
+        return c.json(listOf(user.callpermission_ids.map((id) => item(user.id, id))));
+      },
+    )
+    .put(
+      one,
+      confdAcl(tokens, `${acl}.update`),
+      associationHandler(
+        store,
+        load,
+        (user, permission) =>
+          linked(user, permission)
+            ? `User is already associated with this ${LABEL} ${quoted(user, permission)}`
+            : null,
+        linkUserCallPermission,
+      ),
+    )
+    .delete(
+      one,
+      confdAcl(tokens, `${acl}.delete`),
+      associationHandler(
+        store,
+        load,
+        (user, permission) =>
+          linked(user, permission)
+            ? null
+            : `User is not associated with this ${LABEL} ${quoted(user, permission)}`,
+        unlinkUserCallPermission,
+      ),
+    )
+    .get(
+      "/callpermissions/:id/users",
+      confdAcl(tokens, "confd.callpermissions.{id}.users.read"),
+      async (c) => {
+        const id = pathId(c, LABEL);
+        const permission = await callPermissions.get(store, id);
+        if (!permission) throw notFound(LABEL, { id });
+        return c.json(listOf(permission.user_ids.map((userId) => item(userId, id))));
+      },
+    );
 }

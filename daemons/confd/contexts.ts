@@ -1,9 +1,13 @@
 /** `/1.1/contexts`: numbering plans with the ranges users and queues take their numbers from. */
 import { z } from "zod";
 import { type ContextRecord, contexts } from "../../lib/store/contexts.ts";
+import { extensions } from "../../lib/store/extensions.ts";
+import { lines } from "../../lib/store/lines.ts";
+import { queues } from "../../lib/store/queues.ts";
+import { voicemails } from "../../lib/store/voicemails.ts";
 import { check, fields } from "./body.ts";
 import type { Resource } from "./crud.ts";
-import { inputError } from "./errors.ts";
+import { inputError, resourceError } from "./errors.ts";
 
 const range = z.object({
   start: z.string().regex(/^\d{1,16}$/, "Must be digits."),
@@ -60,6 +64,19 @@ export const contextResource: Resource<ContextRecord, ContextRecord> = {
       queue_ranges: [],
       ...input,
     });
+  },
+  async beforeDelete(tx, context) {
+    const inContext = (records: { context: string }[]) =>
+      records.some((record) => record.context === context.name);
+    const users: [string, Promise<{ context: string }[]>][] = [
+      ["Extension", tx.all(extensions)],
+      ["Line", tx.all(lines)],
+      ["Voicemail", tx.all(voicemails)],
+      ["Queue", tx.all(queues)],
+    ];
+    for (const [label, records] of users) {
+      if (inContext(await records)) throw resourceError(`Context is associated with a ${label}`);
+    }
   },
   update(_tx, current, body) {
     const { name, ...input } = check(updateSchema, body);

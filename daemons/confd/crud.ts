@@ -85,7 +85,12 @@ export function resourceRoutes<T extends { id: number }, V extends object>(
   return new Hono<AppEnv>()
     .get(path, confdAcl(tokens, `confd.${acl}.read`), async (c) => {
       const records = await collection.all(store);
-      return c.json(listItems(c, records.map(resource.view), resource));
+      return c.json(
+        listItems(c, records.map(resource.view), {
+          fields: resource.fields,
+          search: resource.search,
+        }),
+      );
     })
     .post(path, confdAcl(tokens, `confd.${acl}.create`), async (c) => {
       const body = await readBody(c, anyObject);

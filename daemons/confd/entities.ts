@@ -1,8 +1,102 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
-import { Hono } from "hono";
+/**
+ * `/1.1/entities` and `/1.1/users/{id}/entities`: the organisation a user belongs to. Also the
+ * helpers every `/users/{id}/…` association route of voicemails and call permissions shares.
+ */
+import type { Context } from "hono";
+import { z } from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
+import { entities, type EntityRecord, usersOfEntity } from "../../lib/store/entities.ts";
+import { transact, Transaction } from "../../lib/store/records.ts";
+import type { Store } from "../../lib/store/store.ts";
+import { type UserRecord, users } from "../../lib/store/users.ts";
+import { check, fields, pathId } from "./body.ts";
+import { type Resource, resourceRoutes } from "./crud.ts";
+import { notFound, resourceError } from "./errors.ts";
+import { confdAcl } from "./guard.ts";
+import { loadUser } from "./users.ts";
 
-export function entityRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+/** The user a path names by integer id or uuid (`loadUser` of the users routes), or 404. */
+export const readUser = (store: Store, idOrUuid = "") => loadUser(new Transaction(store), idOrUuid);
+
+/**
+ * A PUT or DELETE `/users/{id}/<things>/{thing_id}` handler: reads the path's user and thing in one
+ * transaction, answers 400 `Resource Error - <refusal>` when `refusal` gives one, otherwise applies
+ * `change` and answers 204.
+ */
+export function associationHandler<T>(
+  store: Store,
+  load: (tx: Transaction, c: Context<AppEnv>) => Promise<T>,
+  refusal: (user: UserRecord, thing: T) => string | null,
+  change: (tx: Transaction, user: UserRecord, thing: T) => void,
+) {
+  return async (c: Context<AppEnv>) => {
+    await transact(store, async (tx) => {
+      const user = await loadUser(tx, c.req.param("id") ?? "");
+      const thing = await load(tx, c);
+      const refused = refusal(user, thing);
+      if (refused) throw resourceError(refused);
+      change(tx, user, thing);
+    });
+    return c.body(null, 204);
+  };
+}
+
+/** A list answer `{total, items}` holding every item. */
+export const listOf = <T>(items: T[]) => ({ total: items.length, items });
+
+/** The view of a record's `user_ids`: `users: [{id}]`. */
+export function withUsers<T extends { user_ids: number[] }>(record: T) {
+  const { user_ids, ...rest } = record;
+  return { ...rest, users: user_ids.map((id) => ({ id })) };
+}
+
+const schema = z.object({
+  name: fields.name(64).regex(/^[a-zA-Z0-9_.-]+$/, "Must be letters, digits, ., - or _."),
+  display_name: fields.text(128).optional(),
+  description: fields.text(1024).optional(),
+});
+
+export const entityResource: Resource<EntityRecord, EntityRecord> = {
+  path: "/entities",
+  acl: "entities",
+  label: "Entity",
+  collection: entities,
+  view: (entity) => entity,
+  fields: ["id", "name", "display_name", "description"],
+  search: ["name", "display_name", "description"],
+  create: (_tx, body, id) =>
+    Promise.resolve({ id, display_name: null, description: null, ...check(schema, body) }),
+  update: (_tx, current, body) => Promise.resolve({ ...current, ...check(schema.partial(), body) }),
+  async beforeDelete(tx, entity) {
+    if ((await usersOfEntity(tx.store, entity.id)).length) {
+      throw resourceError("Entity is associated with a User");
+    }
+  },
+};
+
+/** The entity CRUD routes and the user ↔ entity routes (one entity per user, PUT replaces it). */
+export function entityRoutes(services: Services) {
+  const { store, tokens } = services;
+  return resourceRoutes(services, entityResource)
+    .get("/users/:id/entities", confdAcl(tokens, "confd.users.{id}.entities.read"), async (c) => {
+      const user = await readUser(store, c.req.param("id"));
+      const items = user.entity_id === null
+        ? []
+        : [{ user_id: user.id, entity_id: user.entity_id }];
+      return c.json(listOf(items));
+    })
+    .put(
+      "/users/:id/entities/:entity_id",
+      confdAcl(tokens, "confd.users.{id}.entities.{entity_id}.update"),
+      async (c) => {
+        const entityId = pathId(c, "Entity", "entity_id");
+        await transact(store, async (tx) => {
+          const user = await loadUser(tx, c.req.param("id") ?? "");
+          if (!await tx.get(entities, entityId)) throw notFound("Entity", { id: entityId });
+          tx.put(users, { ...user, entity_id: entityId });
+        });
+        return c.body(null, 204);
+      },
+    );
 }

@@ -1,8 +1,86 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
-import { Hono } from "hono";
-import type { AppEnv } from "../../lib/http.ts";
+/**
+ * `/1.1/extensions`: numbers in a context, `(exten, context)` unique. An extension a line holds
+ * keeps to the context's user ranges when it changes, and cannot be deleted.
+ */
+import { z } from "zod";
 import type { Services } from "../../lib/services.ts";
+import { type ContextRecord, contexts, inRanges } from "../../lib/store/contexts.ts";
+import { lines } from "../../lib/store/lines.ts";
+import { EXTEN_PATTERN, type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
+import type { Transaction } from "../../lib/store/records.ts";
+import { check, fields } from "./body.ts";
+import { type Resource, resourceRoutes } from "./crud.ts";
+import { alreadyExists, describe, inputError, resourceError } from "./errors.ts";
 
-export function extensionRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+/** The context named by a body's `context` field, read in `tx`, or 400 naming the field. */
+export async function requireContext(tx: Transaction, name: string): Promise<ContextRecord> {
+  const context = await tx.findBy(contexts, "name", name);
+  if (!context) throw inputError("context", `Context was not found ${describe({ name })}`);
+  return context;
+}
+
+/** An extension or an Asterisk pattern, 40 characters at most. */
+export const exten = () =>
+  fields.name(40).regex(
+    EXTEN_PATTERN,
+    "Must be digits, * or #, or a pattern starting with _.",
+  );
+
+const schema = z.object({
+  exten: exten(),
+  context: fields.name(39),
+  enabled: fields.boolean().optional(),
+});
+
+/** The API shape: `line` instead of `line_id`. */
+function view({ line_id, ...extension }: ExtensionRecord) {
+  return { ...extension, line: line_id === null ? null : { id: line_id } };
+}
+
+export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view>> = {
+  path: "/extensions",
+  acl: "extensions",
+  label: "Extension",
+  collection: extensions,
+  view,
+  fields: ["id", "exten", "context", "enabled"],
+  search: ["exten", "context"],
+  async create(tx, body, id) {
+    const input = check(schema, body);
+    await requireContext(tx, input.context);
+    return { id, enabled: true, line_id: null, ...input };
+  },
+  async update(tx, current, body) {
+    const next = { ...current, ...check(schema.partial(), body) };
+    if (next.exten === current.exten && next.context === current.context) return next;
+    await requireContext(tx, next.context);
+    const line = current.line_id === null ? null : await tx.get(lines, current.line_id);
+    if (line?.user_ids.length) await requireUserRange(tx, next);
+    return next;
+  },
+  beforeDelete(_tx, extension) {
+    if (extension.line_id !== null) throw resourceError("Extension is associated with a Line");
+    return Promise.resolve();
+  },
+  conflict(error) {
+    const [context, exten] = [error.value].flat();
+    return alreadyExists("Extension", { exten, context });
+  },
+};
+
+/** A line with users takes only extensions inside the user ranges of their context. */
+export async function requireUserRange(tx: Transaction, extension: ExtensionRecord): Promise<void> {
+  const context = await tx.findBy(contexts, "name", extension.context);
+  if (!context || !inRanges(extension.exten, context.user_ranges)) {
+    throw resourceError(
+      `Extension is outside the user ranges of its context ${
+        describe({ exten: extension.exten, context: extension.context })
+      }`,
+    );
+  }
+}
+
+/** The extension CRUD routes. */
+export function extensionRoutes(services: Services) {
+  return resourceRoutes(services, extensionResource);
 }

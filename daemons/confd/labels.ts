@@ -1,8 +1,28 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
-import { Hono } from "hono";
-import type { AppEnv } from "../../lib/http.ts";
+/** `/1.1/labels`: named tags for users, `name` unique. */
+import { z } from "zod";
 import type { Services } from "../../lib/services.ts";
+import { type LabelRecord, labels } from "../../lib/store/labels.ts";
+import { check, fields } from "./body.ts";
+import { type Resource, resourceRoutes } from "./crud.ts";
 
-export function labelRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+const schema = z.object({
+  name: fields.name(128),
+  description: fields.text(1024).optional(),
+});
+
+export const labelResource: Resource<LabelRecord, LabelRecord> = {
+  path: "/labels",
+  acl: "labels",
+  label: "Label",
+  collection: labels,
+  view: (label) => label,
+  fields: ["id", "name", "description"],
+  search: ["name", "description"],
+  create: (_tx, body, id) => Promise.resolve({ id, description: null, ...check(schema, body) }),
+  update: (_tx, current, body) => Promise.resolve({ ...current, ...check(schema.partial(), body) }),
+};
+
+/** The label CRUD routes. */
+export function labelRoutes(services: Services) {
+  return resourceRoutes(services, labelResource);
 }

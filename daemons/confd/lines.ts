@@ -1,8 +1,477 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
-import { Hono } from "hono";
+/**
+ * `/1.1/lines` and every association of a line: its users (`/users/{id}/lines/{line_id}`, first
+ * user = main user, first line = main line), extensions (one line per extension, 14.14), endpoint
+ * (sip, sccp or custom, one each way) and device. Both sides of an association change in one
+ * transaction (docs/confd.md). Also the deprecated `/lines_sip` list.
+ */
+import { type Context, Hono } from "hono";
+import { z } from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
+import { devices, deviceStatus } from "../../lib/store/devices.ts";
+import {
+  ENDPOINT_TYPES,
+  endpointCollection,
+  type EndpointRecord,
+  type EndpointType,
+  getEndpoint,
+  type SipEndpointRecord,
+  sipEndpoints,
+  unusedValue,
+} from "../../lib/store/endpoints.ts";
+import { type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
+import {
+  getLine,
+  type LineRecord,
+  lines,
+  linesOfUser,
+  mainLine,
+  newLineName,
+  newProvisioningCode,
+} from "../../lib/store/lines.ts";
+import { type Collection, transact, type Transaction } from "../../lib/store/records.ts";
+import type { Store } from "../../lib/store/store.ts";
+import { type UserRecord, users } from "../../lib/store/users.ts";
+import { fields, pathId, readBody } from "./body.ts";
+import { withConflicts } from "./crud.ts";
+import { loadDevice } from "./devices.ts";
+import { ENDPOINT_LABELS, endpointView } from "./endpoints.ts";
+import { describe, notFound, resourceError } from "./errors.ts";
+import { requireContext, requireUserRange } from "./extensions.ts";
+import { confdAcl } from "./guard.ts";
+import { listItems } from "./list.ts";
+import { loadUser } from "./users.ts";
 
-export function lineRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+const LINE = "Line";
+
+const editable = {
+  position: fields.integer(1, 2147483647).optional(),
+  provisioning_code: z.string().regex(/^\d{6}$/, "Must be 6 digits.").optional(),
+  caller_id_name: fields.text(80).optional(),
+  caller_id_num: fields.text(80).refine((num) => num === null || /^\+?[0-9*#]+$/.test(num), {
+    message: "Must be digits, optionally with a leading +, * and #.",
+  }).optional(),
+};
+
+/** Read-only fields (`name`, `protocol`, `device_slot`, `provisioning_extension`…) are dropped. */
+const createSchema = z.object({ context: fields.name(39), ...editable });
+const updateSchema = z.object({ context: fields.name(39).optional(), ...editable });
+
+const LINE_LIST = {
+  fields: [
+    "id",
+    "name",
+    "protocol",
+    "context",
+    "position",
+    "device_slot",
+    "provisioning_code",
+    "provisioning_extension",
+    "caller_id_name",
+    "caller_id_num",
+    "device_id",
+  ],
+  search: ["name", "protocol", "context", "provisioning_code", "caller_id_name", "caller_id_num"],
+};
+
+const USER_LIST = {
+  fields: ["id", "uuid", "firstname", "lastname", "main_user"],
+  search: ["firstname", "lastname"],
+};
+
+/** The deprecated `/lines_sip` item: a line with its SIP account, in the 15.16 field names. */
+const SIP_LINE_LIST = {
+  fields: ["id", "username", "context", "provisioning_extension", "device_slot", "callerid"],
+  search: ["username", "context", "callerid"],
+};
+
+/** How a line shows its users (and `/lines/{id}/users` lists them). */
+const userSummary = (user: UserRecord) => ({
+  id: user.id,
+  uuid: user.uuid,
+  firstname: user.firstname,
+  lastname: user.lastname,
+});
+
+/** The records of `ids` that exist, by id. */
+async function byId<T extends { id: number }>(
+  store: Store,
+  collection: Collection<T>,
+  ids: number[],
+): Promise<Map<number, T>> {
+  const found = await Promise.all([...new Set(ids)].map((id) => collection.get(store, id)));
+  return new Map(found.filter((record) => record !== null).map((record) => [record.id, record]));
+}
+
+/** `ids` mapped through `records`, skipping any that is gone. */
+const pick = <T, V>(ids: number[], records: Map<number, T>, show: (record: T) => V) =>
+  ids.flatMap((id) => {
+    const record = records.get(id);
+    return record === undefined ? [] : [show(record)];
+  });
+
+/**
+ * The API shape of a line: the old names `device_slot` and `provisioning_extension` (15.17,
+ * 14.13) beside the new ones, and its associations as references.
+ */
+function lineView(
+  line: LineRecord,
+  related: { extensions: Map<number, ExtensionRecord>; users: Map<number, UserRecord> },
+) {
+  const endpoint = (type: EndpointType) =>
+    line.endpoint?.type === type ? { id: line.endpoint.id } : null;
+  return {
+    id: line.id,
+    name: line.name,
+    protocol: line.protocol,
+    context: line.context,
+    position: line.position,
+    device_slot: line.position,
+    provisioning_code: line.provisioning_code,
+    provisioning_extension: line.provisioning_code,
+    caller_id_name: line.caller_id_name,
+    caller_id_num: line.caller_id_num,
+    device_id: line.device_id,
+    endpoint_sip: endpoint("sip"),
+    endpoint_sccp: endpoint("sccp"),
+    endpoint_custom: endpoint("custom"),
+    extensions: pick(line.extension_ids, related.extensions, ({ id, exten, context }) => ({
+      id,
+      exten,
+      context,
+    })),
+    users: pick(line.user_ids, related.users, userSummary),
+  };
+}
+
+/** The views of `records`, reading the extensions and users they show. */
+async function lineViews(store: Store, records: LineRecord[]) {
+  const related = {
+    extensions: await byId(store, extensions, records.flatMap((line) => line.extension_ids)),
+    users: await byId(store, users, records.flatMap((line) => line.user_ids)),
+  };
+  return records.map((line) => lineView(line, related));
+}
+
+/** A deprecated `/lines_sip` item. */
+function sipLineView(line: LineRecord, sip: SipEndpointRecord) {
+  const { caller_id_name: name, caller_id_num: num } = line;
+  return {
+    id: line.id,
+    username: sip.username,
+    secret: sip.secret,
+    context: line.context,
+    provisioning_extension: line.provisioning_code,
+    device_slot: line.position,
+    callerid: [name && `"${name}"`, num && `<${num}>`].filter(Boolean).join(" ") || null,
+  };
+}
+
+/** What keeps a line from being deleted, as the daemon words it. */
+function blockingAssociation(line: LineRecord): string | null {
+  if (line.endpoint) return ENDPOINT_LABELS[line.endpoint.type];
+  if (line.extension_ids.length) return "Extension";
+  if (line.user_ids.length) return "User";
+  if (line.device_id !== null) return "Device";
+  return null;
+}
+
+const already = (what: string, other: string, ids: Record<string, unknown>) =>
+  resourceError(`${what} is already associated with a ${other} ${describe(ids)}`);
+
+const notAssociated = (what: string, other: string, ids: Record<string, unknown>) =>
+  resourceError(`${what} is not associated with the ${other} ${describe(ids)}`);
+
+async function loadLine(tx: Transaction, id: number): Promise<LineRecord> {
+  const line = await tx.get(lines, id);
+  if (!line) throw notFound(LINE, { id });
+  return line;
+}
+
+async function loadEndpoint(
+  tx: Transaction,
+  type: EndpointType,
+  id: number,
+): Promise<EndpointRecord> {
+  const endpoint = await tx.get(endpointCollection(type), id);
+  if (!endpoint) throw notFound(ENDPOINT_LABELS[type], { id });
+  return endpoint;
+}
+
+async function loadExtension(tx: Transaction, id: number): Promise<ExtensionRecord> {
+  const extension = await tx.get(extensions, id);
+  if (!extension) throw notFound("Extension", { id });
+  return extension;
+}
+
+export function lineRoutes({ store, tokens }: Services) {
+  /** Runs `fn` as one transaction, a taken unique value answering `Line already exists`. */
+  const commit = <R>(fn: (tx: Transaction) => Promise<R>) =>
+    withConflicts({ label: LINE }, () => transact(store, fn));
+  /** The line of the path's `id`. */
+  const pathLine = (tx: Transaction, c: Context) => loadLine(tx, pathId(c, LINE));
+  const done = (c: Context) => c.body(null, 204);
+
+  const app = new Hono<AppEnv>()
+    .get("/lines", confdAcl(tokens, "confd.lines.read"), async (c) => {
+      return c.json(listItems(c, await lineViews(store, await lines.all(store)), LINE_LIST));
+    })
+    .post("/lines", confdAcl(tokens, "confd.lines.create"), async (c) => {
+      const input = await readBody(c, createSchema);
+      const id = await lines.nextId(store);
+      const line = await commit(async (tx) => {
+        await requireContext(tx, input.context);
+        const line: LineRecord = {
+          id,
+          name: await unusedValue(tx, lines, "name", newLineName),
+          protocol: null,
+          context: input.context,
+          position: input.position ?? 1,
+          provisioning_code: input.provisioning_code ??
+            await unusedValue(tx, lines, "provisioning_code", newProvisioningCode),
+          caller_id_name: input.caller_id_name ?? null,
+          caller_id_num: input.caller_id_num ?? null,
+          device_id: null,
+          endpoint: null,
+          extension_ids: [],
+          user_ids: [],
+        };
+        tx.put(lines, line);
+        return line;
+      });
+      c.header("Location", `/1.1/lines/${id}`);
+      return c.json((await lineViews(store, [line]))[0], 201);
+    })
+    .get("/lines_sip", confdAcl(tokens, "confd.lines_sip.read"), async (c) => {
+      const sipLines = (await lines.all(store)).filter((line) => line.endpoint?.type === "sip");
+      const accounts = await byId(store, sipEndpoints, sipLines.map((line) => line.endpoint!.id));
+      const items = sipLines.flatMap((line) => {
+        const sip = accounts.get(line.endpoint!.id);
+        return sip ? [sipLineView(line, sip)] : [];
+      });
+      c.header("Deprecation", "true");
+      return c.json(listItems(c, items, SIP_LINE_LIST));
+    })
+    .get("/lines/:id", confdAcl(tokens, "confd.lines.{id}.read"), async (c) => {
+      const line = await transact(store, (tx) => pathLine(tx, c));
+      return c.json((await lineViews(store, [line]))[0]);
+    })
+    .put("/lines/:id", confdAcl(tokens, "confd.lines.{id}.update"), async (c) => {
+      const input = await readBody(c, updateSchema);
+      await commit(async (tx) => {
+        const line = await pathLine(tx, c);
+        if (input.context !== undefined) await requireContext(tx, input.context);
+        tx.put(lines, { ...line, ...input });
+      });
+      return done(c);
+    })
+    .delete("/lines/:id", confdAcl(tokens, "confd.lines.{id}.delete"), async (c) => {
+      await commit(async (tx) => {
+        const line = await pathLine(tx, c);
+        const association = blockingAssociation(line);
+        if (association) throw resourceError(`Line is associated with a ${association}`);
+        tx.remove(lines, line.id);
+      });
+      return done(c);
+    })
+    .get("/lines/:id/users", confdAcl(tokens, "confd.lines.{id}.users.read"), async (c) => {
+      const line = await transact(store, (tx) => pathLine(tx, c));
+      const items = pick(line.user_ids, await byId(store, users, line.user_ids), (user) => ({
+        ...userSummary(user),
+        main_user: user.id === line.user_ids[0],
+      }));
+      return c.json(listItems(c, items, USER_LIST));
+    })
+    .put(
+      "/lines/:id/devices/:device_id",
+      confdAcl(tokens, "confd.lines.{id}.devices.{device_id}.update"),
+      async (c) => {
+        await commit(async (tx) => {
+          const line = await pathLine(tx, c);
+          const device = await loadDevice(tx, c.req.param("device_id"));
+          if (line.device_id !== null) {
+            throw already(LINE, "Device", { line_id: line.id, device_id: device.id });
+          }
+          const lineIds = [...device.line_ids, line.id];
+          tx.put(lines, { ...line, device_id: device.id });
+          tx.put(devices, { ...device, line_ids: lineIds, status: deviceStatus(lineIds) });
+        });
+        return done(c);
+      },
+    )
+    .delete(
+      "/lines/:id/devices/:device_id",
+      confdAcl(tokens, "confd.lines.{id}.devices.{device_id}.delete"),
+      async (c) => {
+        await commit(async (tx) => {
+          const line = await pathLine(tx, c);
+          const device = await loadDevice(tx, c.req.param("device_id"));
+          if (line.device_id !== device.id) {
+            throw notAssociated(LINE, "Device", { line_id: line.id, device_id: device.id });
+          }
+          const lineIds = device.line_ids.filter((id) => id !== line.id);
+          tx.put(lines, { ...line, device_id: null });
+          tx.put(devices, { ...device, line_ids: lineIds, status: deviceStatus(lineIds) });
+        });
+        return done(c);
+      },
+    )
+    .put(
+      "/lines/:id/extensions/:extension_id",
+      confdAcl(tokens, "confd.lines.{id}.extensions.{extension_id}.update"),
+      async (c) => {
+        await commit(async (tx) => {
+          const line = await pathLine(tx, c);
+          const extension = await loadExtension(tx, pathId(c, "Extension", "extension_id"));
+          if (extension.line_id !== null) {
+            throw already("Extension", LINE, { extension_id: extension.id, line_id: line.id });
+          }
+          if (line.user_ids.length) await requireUserRange(tx, extension);
+          tx.put(lines, { ...line, extension_ids: [...line.extension_ids, extension.id] });
+          tx.put(extensions, { ...extension, line_id: line.id });
+        });
+        return done(c);
+      },
+    )
+    .delete(
+      "/lines/:id/extensions/:extension_id",
+      confdAcl(tokens, "confd.lines.{id}.extensions.{extension_id}.delete"),
+      async (c) => {
+        await commit(async (tx) => {
+          const line = await pathLine(tx, c);
+          const extension = await loadExtension(tx, pathId(c, "Extension", "extension_id"));
+          if (extension.line_id !== line.id) {
+            throw notAssociated(LINE, "Extension", {
+              line_id: line.id,
+              extension_id: extension.id,
+            });
+          }
+          const extensionIds = line.extension_ids.filter((id) => id !== extension.id);
+          tx.put(lines, { ...line, extension_ids: extensionIds });
+          tx.put(extensions, { ...extension, line_id: null });
+        });
+        return done(c);
+      },
+    )
+    .get("/users/:id/lines", confdAcl(tokens, "confd.users.{id}.lines.read"), async (c) => {
+      const user = await transact(store, (tx) => loadUser(tx, c.req.param("id")));
+      const views = await lineViews(store, await linesOfUser(store, user));
+      const items = views.map((view) => ({ ...view, main_line: view.id === user.line_ids[0] }));
+      return c.json(
+        listItems(c, items, { ...LINE_LIST, fields: [...LINE_LIST.fields, "main_line"] }),
+      );
+    })
+    .put(
+      "/users/:id/lines/:line_id",
+      confdAcl(tokens, "confd.users.{id}.lines.{line_id}.update"),
+      async (c) => {
+        await commit(async (tx) => {
+          const user = await loadUser(tx, c.req.param("id"));
+          const line = await loadLine(tx, pathId(c, LINE, "line_id"));
+          if (line.user_ids.includes(user.id)) {
+            throw already("User", LINE, { user_id: user.id, line_id: line.id });
+          }
+          for (const id of line.extension_ids) {
+            await requireUserRange(tx, await loadExtension(tx, id));
+          }
+          tx.put(users, { ...user, line_ids: [...user.line_ids, line.id] });
+          tx.put(lines, { ...line, user_ids: [...line.user_ids, user.id] });
+        });
+        return done(c);
+      },
+    )
+    .delete(
+      "/users/:id/lines/:line_id",
+      confdAcl(tokens, "confd.users.{id}.lines.{line_id}.delete"),
+      async (c) => {
+        await commit(async (tx) => {
+          const user = await loadUser(tx, c.req.param("id"));
+          const line = await loadLine(tx, pathId(c, LINE, "line_id"));
+          if (!line.user_ids.includes(user.id)) {
+            throw notAssociated("User", LINE, { user_id: user.id, line_id: line.id });
+          }
+          tx.put(users, { ...user, line_ids: user.line_ids.filter((id) => id !== line.id) });
+          tx.put(lines, { ...line, user_ids: line.user_ids.filter((id) => id !== user.id) });
+        });
+        return done(c);
+      },
+    )
+    .get(
+      "/users/:id/lines/main/associated/endpoints/sip",
+      confdAcl(tokens, "confd.users.{id}.lines.main.associated.endpoints.sip.read"),
+      async (c) => {
+        const user = await transact(store, (tx) => loadUser(tx, c.req.param("id")));
+        const line = await mainLine(store, user);
+        if (!line) throw notFound(LINE, { user_uuid: user.uuid });
+        const sip = line.endpoint?.type === "sip"
+          ? await getEndpoint(store, "sip", line.endpoint.id)
+          : null;
+        if (!sip) throw notFound(ENDPOINT_LABELS.sip, { line_id: line.id });
+        return c.json(endpointView(sip));
+      },
+    );
+
+  for (const type of ENDPOINT_TYPES) addEndpointRoutes(app, type);
+  return app;
+
+  /** The line ↔ endpoint routes of one endpoint type. */
+  function addEndpointRoutes(app: Hono<AppEnv>, type: EndpointType) {
+    const label = ENDPOINT_LABELS[type];
+    const collection = endpointCollection(type);
+    const base = `/lines/:id/endpoints/${type}`;
+    const acl = `confd.lines.{id}.endpoints.${type}`;
+    /** The line and the endpoint of the path, read in `tx`. */
+    const both = async (tx: Transaction, c: Context) => {
+      const line = await pathLine(tx, c);
+      const endpoint = await loadEndpoint(tx, type, pathId(c, label, "endpoint_id"));
+      return { line, endpoint, ids: { line_id: line.id, endpoint_id: endpoint.id } };
+    };
+
+    app.get(base, confdAcl(tokens, `${acl}.read`), async (c) => {
+      const line = await transact(store, (tx) => pathLine(tx, c));
+      const endpoint = line.endpoint?.type === type
+        ? await getEndpoint(store, type, line.endpoint.id)
+        : null;
+      if (!endpoint) throw notFound(label, { line_id: line.id });
+      return c.json({
+        line_id: line.id,
+        endpoint_id: endpoint.id,
+        endpoint: endpointView(endpoint),
+      });
+    });
+    app.put(`${base}/:endpoint_id`, confdAcl(tokens, `${acl}.{endpoint_id}.update`), async (c) => {
+      await commit(async (tx) => {
+        const { line, endpoint, ids } = await both(tx, c);
+        if (line.endpoint) throw already(LINE, ENDPOINT_LABELS[line.endpoint.type], ids);
+        if (endpoint.line_id !== null) throw already(label, LINE, ids);
+        tx.put(lines, { ...line, protocol: type, endpoint: { type, id: endpoint.id } });
+        tx.put(collection, { ...endpoint, line_id: line.id });
+      });
+      return done(c);
+    });
+    app.delete(
+      `${base}/:endpoint_id`,
+      confdAcl(tokens, `${acl}.{endpoint_id}.delete`),
+      async (c) => {
+        await commit(async (tx) => {
+          const { line, endpoint, ids } = await both(tx, c);
+          if (line.endpoint?.type !== type || line.endpoint.id !== endpoint.id) {
+            throw notAssociated(LINE, label, ids);
+          }
+          tx.put(lines, { ...line, protocol: null, endpoint: null });
+          tx.put(collection, { ...endpoint, line_id: null });
+        });
+        return done(c);
+      },
+    );
+    app.get(
+      `/endpoints/${type}/:id/lines`,
+      confdAcl(tokens, `confd.endpoints.${type}.{id}.lines.read`),
+      async (c) => {
+        const endpoint = await transact(store, (tx) => loadEndpoint(tx, type, pathId(c, label)));
+        const line = endpoint.line_id === null ? null : await getLine(store, endpoint.line_id);
+        return c.json(listItems(c, await lineViews(store, line ? [line] : []), LINE_LIST));
+      },
+    );
+  }
 }

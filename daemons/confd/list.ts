@@ -46,11 +46,16 @@ function compare(a: unknown, b: unknown): number {
  * @example
  * return c.json(listItems(c, lines.map(lineView), { fields: LINE_FIELDS, search: ["name"] }));
  */
-export function listItems<T extends object>(
+export function listItems<T extends object, V = T>(
   c: Context,
   items: T[],
-  options: { fields: readonly string[]; search: readonly string[] },
-): { total: number; items: T[] } {
+  options: {
+    fields: readonly string[];
+    search: readonly string[];
+    /** Maps the page only, when `items` already hold every field filters and search read. */
+    view?: (item: T) => V;
+  },
+): { total: number; items: V[] } {
   const query = c.req.query();
   let matches = items;
   for (const [name, value] of Object.entries(query)) {
@@ -85,5 +90,8 @@ export function listItems<T extends object>(
   const offset = offsetRaw === undefined ? 0 : nonNegative("offset", offsetRaw, 0);
   const limit = query.limit === undefined ? undefined : nonNegative("limit", query.limit, 1);
   const page = matches.slice(offset, limit === undefined ? undefined : offset + limit);
-  return { total: matches.length, items: page };
+  return {
+    total: matches.length,
+    items: options.view ? page.map(options.view) : page as unknown as V[],
+  };
 }

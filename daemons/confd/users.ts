@@ -7,7 +7,10 @@ import { z } from "zod";
 import { hashPassword } from "../../lib/auth/passwords.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
+import { extensions } from "../../lib/store/extensions.ts";
+import { lines } from "../../lib/store/lines.ts";
 import { transact, type Transaction } from "../../lib/store/records.ts";
+import type { Store } from "../../lib/store/store.ts";
 import {
   buildUser,
   type ForwardKind,
@@ -60,8 +63,8 @@ const editable = {
   simultaneous_calls: fields.integer(1, 20).optional(),
 };
 
-const createSchema = z.object({ firstname: fields.name(128), ...editable });
-const updateSchema = z.object({ firstname: fields.name(128).optional(), ...editable });
+export const userCreateSchema = z.object({ firstname: fields.name(128), ...editable });
+export const userUpdateSchema = z.object({ firstname: fields.name(128).optional(), ...editable });
 
 /** The API shape of a user: every field but the password hash, associations as references. */
 export function userView(user: UserRecord) {
@@ -97,6 +100,46 @@ export const USER_FIELDS = [
   "simultaneous_calls",
 ] as const;
 
+const SUMMARY_FIELDS = [
+  "id",
+  "uuid",
+  "firstname",
+  "lastname",
+  "email",
+  "provisioning_code",
+  "extension",
+  "context",
+  "protocol",
+  "enabled",
+] as const;
+
+/**
+ * The `view=summary` shape (16.04): a user with its main line's protocol, context, provisioning
+ * code and first extension. Lines and extensions are read once for the whole list.
+ */
+async function userSummaries(store: Store, all: UserRecord[]) {
+  const lineById = new Map((await lines.all(store)).map((line) => [line.id, line]));
+  const extensionById = new Map((await extensions.all(store)).map((e) => [e.id, e]));
+  return all.map((user) => {
+    const line = user.line_ids.length ? lineById.get(user.line_ids[0]!) : undefined;
+    const extension = line?.extension_ids.length
+      ? extensionById.get(line.extension_ids[0]!)
+      : undefined;
+    return {
+      id: user.id,
+      uuid: user.uuid,
+      firstname: user.firstname,
+      lastname: user.lastname,
+      email: user.email,
+      provisioning_code: line?.provisioning_code ?? null,
+      extension: extension?.exten ?? null,
+      context: line?.context ?? null,
+      protocol: line?.protocol ?? null,
+      enabled: user.enabled,
+    };
+  });
+}
+
 const SEARCHED = [
   "firstname",
   "lastname",
@@ -122,7 +165,7 @@ export async function loadUser(tx: Transaction, idOrUuid: string): Promise<UserR
 /** Applies validated fields; the caller id is never regenerated from a name change (15.14). */
 async function applyFields(
   user: UserRecord,
-  input: z.infer<typeof updateSchema>,
+  input: z.infer<typeof userUpdateSchema>,
 ): Promise<UserRecord> {
   const { password, ...rest } = input;
   const changed: UserRecord = { ...user, ...rest };
@@ -178,10 +221,17 @@ export function userRoutes({ store, tokens }: Services) {
   return new Hono<AppEnv>()
     .get("/users", confdAcl(tokens, "confd.users.read"), async (c) => {
       const all = await users.all(store);
-      return c.json(listItems(c, all.map(userView), { fields: USER_FIELDS, search: SEARCHED }));
+      if (c.req.query("view") === "summary") {
+        return c.json(listItems(c, await userSummaries(store, all), {
+          fields: SUMMARY_FIELDS,
+          search: ["firstname", "lastname", "email", "extension", "provisioning_code"],
+        }));
+      }
+      // the records hold every listed field, so only the page is turned into views
+      return c.json(listItems(c, all, { fields: USER_FIELDS, search: SEARCHED, view: userView }));
     })
     .post("/users", confdAcl(tokens, "confd.users.create"), async (c) => {
-      const input = check(createSchema, await readBody(c, z.looseObject({})));
+      const input = check(userCreateSchema, await readBody(c, z.looseObject({})));
       const id = await users.nextId(store);
       const user = await buildUser(id, input);
       await withConflicts(
@@ -195,7 +245,7 @@ export function userRoutes({ store, tokens }: Services) {
       return c.json(userView(await readUser(c.req.param("id"))));
     })
     .put("/users/:id", confdAcl(tokens, "confd.users.{id}.update"), async (c) => {
-      const input = check(updateSchema, await readBody(c, z.looseObject({})));
+      const input = check(userUpdateSchema, await readBody(c, z.looseObject({})));
       await updateUser(c.req.param("id"), (user) => applyFields(user, input));
       return c.body(null, 204);
     })

@@ -1,8 +1,624 @@
-/** PLACEHOLDER: being written; replaced whole by its owner. */
+/**
+ * `/1.1/users/import` (POST creates, PUT updates by uuid) and `/1.1/users/export`: users as CSV.
+ * An import is all or nothing (decisions §10): every row is checked first, every error of every
+ * row is answered at once, and only a file without errors is written, through a journaled bulk
+ * write. One row may create a user with its line, SIP or SCCP endpoint, extension, voicemail and
+ * call permissions.
+ */
 import { Hono } from "hono";
+import type { z } from "zod";
+import { hashPassword } from "../../lib/auth/passwords.ts";
+import { parseCsv, toCsv } from "../../lib/csv.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
+import { type BulkItem, bulkWrite, findBulkConflicts, reserveIds } from "../../lib/store/bulk.ts";
+import { type CallPermissionRecord, callPermissions } from "../../lib/store/callpermissions.ts";
+import { contexts, inRanges } from "../../lib/store/contexts.ts";
+import {
+  randomText,
+  type SccpEndpointRecord,
+  sccpEndpoints,
+  type SipEndpointRecord,
+  sipEndpoints,
+} from "../../lib/store/endpoints.ts";
+import { type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
+import { type LineRecord, lines, newLineName, newProvisioningCode } from "../../lib/store/lines.ts";
+import type { UniqueConflict } from "../../lib/store/records.ts";
+import type { Store } from "../../lib/store/store.ts";
+import { buildUser, type UserRecord, users } from "../../lib/store/users.ts";
+import { type VoicemailRecord, voicemails } from "../../lib/store/voicemails.ts";
+import { ConfdError, describe } from "./errors.ts";
+import { confdAcl } from "./guard.ts";
+import { userCreateSchema, userUpdateSchema } from "./users.ts";
 
-export function userCsvRoutes(_services: Services) {
-  return new Hono<AppEnv>();
+/** The user's own columns, in export order; `password` is write-only, so never exported. */
+const USER_COLUMNS = [
+  "uuid",
+  "firstname",
+  "lastname",
+  "email",
+  "username",
+  "password",
+  "caller_id",
+  "outgoing_caller_id",
+  "mobile_phone_number",
+  "language",
+  "timezone",
+  "description",
+  "userfield",
+  "line_type",
+  "enabled",
+  "call_permission_password",
+  "supervision_enabled",
+  "call_tranfer_enabled",
+  "ring_seconds",
+  "simultaneous_calls",
+] as const;
+
+const LINE_COLUMNS = ["line_protocol", "context", "exten", "sip_username", "sip_secret"] as const;
+
+const VOICEMAIL_COLUMNS = [
+  "voicemail_name",
+  "voicemail_number",
+  "voicemail_context",
+  "voicemail_password",
+  "voicemail_email",
+  "voicemail_attach_audio",
+  "voicemail_delete_messages",
+  "voicemail_ask_password",
+] as const;
+
+const COLUMNS = [...USER_COLUMNS, ...LINE_COLUMNS, ...VOICEMAIL_COLUMNS, "call_permissions"];
+const EXPORTED = COLUMNS.filter((column) => column !== "password");
+
+const BOOLEAN_COLUMNS = new Set([
+  "enabled",
+  "supervision_enabled",
+  "call_tranfer_enabled",
+  "voicemail_attach_audio",
+  "voicemail_delete_messages",
+  "voicemail_ask_password",
+]);
+const INTEGER_COLUMNS = new Set(["ring_seconds", "simultaneous_calls"]);
+
+/** Text columns an empty cell clears on update. */
+const CLEARABLE = USER_COLUMNS.filter((column) =>
+  !BOOLEAN_COLUMNS.has(column) && !INTEGER_COLUMNS.has(column) &&
+  !["uuid", "password", "firstname"].includes(column)
+);
+
+type Row = Record<string, string>;
+
+/** An error of one row, worded as the daemon words errors. */
+class RowError extends Error {}
+
+const rowError = (field: string, reason: string) =>
+  new RowError(`Input Error - field '${field}': ${reason}`);
+
+/** Reads the CSV body; a file-level problem answers 400 at once. */
+async function readTable(c: { req: { text(): Promise<string> } }, required: string) {
+  const { header, rows } = parseCsv(await c.req.text());
+  const fail = (reason: string) => new ConfdError(400, [`Input Error - ${reason}`]);
+  if (!header.length) throw fail("the file is empty");
+  const seen = new Set<string>();
+  for (const column of header) {
+    if (!COLUMNS.includes(column)) throw fail(`unknown column '${column}'`);
+    if (seen.has(column)) throw fail(`column '${column}' appears twice`);
+    seen.add(column);
+  }
+  if (!seen.has(required)) throw fail(`column '${required}' is required`);
+  const errors: string[] = [];
+  const table = rows.map(({ line, fields }) => {
+    if (fields.length !== header.length) {
+      errors.push(
+        `Line ${line}: Input Error - ${fields.length} fields where the header has ${header.length}`,
+      );
+    }
+    return {
+      line,
+      row: Object.fromEntries(header.map((name, i) => [name, fields[i] ?? ""])) as Row,
+    };
+  });
+  if (errors.length) throw new ConfdError(400, errors);
+  return table;
+}
+
+/** The typed value of a cell: booleans `true`/`false` (or `1`/`0`), integers, else text. */
+function cell(row: Row, column: string): unknown {
+  const raw = row[column];
+  if (raw === undefined || raw === "") return undefined;
+  if (BOOLEAN_COLUMNS.has(column)) {
+    if (raw === "true" || raw === "1") return true;
+    if (raw === "false" || raw === "0") return false;
+    throw rowError(column, "Not a valid boolean.");
+  }
+  if (INTEGER_COLUMNS.has(column)) {
+    if (!/^-?\d{1,9}$/.test(raw)) throw rowError(column, "Not a valid integer.");
+    return Number(raw);
+  }
+  return raw;
+}
+
+/** The user fields of a row, checked by the same schema as `POST /users` (or PUT). */
+function userFields<T extends z.ZodType>(row: Row, schema: T): z.infer<T> {
+  const input: Record<string, unknown> = {};
+  for (const column of USER_COLUMNS) {
+    if (column === "uuid") continue;
+    const value = cell(row, column);
+    if (value !== undefined) input[column] = value;
+  }
+  const result = schema.safeParse(input);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw rowError(issue.path.join(".") || "row", issue.message);
+  }
+  return result.data;
+}
+
+/** What the import reads once: contexts by name and call permissions by name. */
+async function referenceData(store: Store) {
+  const byName = <T extends { name: string }>(records: T[]) =>
+    new Map(records.map((record) => [record.name, record]));
+  return {
+    contexts: byName(await contexts.all(store)),
+    permissions: byName(await callPermissions.all(store)),
+  };
+}
+
+/** The records one row of a POST import creates, before ids are known. */
+interface RowPlan {
+  line: number;
+  user: z.infer<typeof userCreateSchema> & { uuid?: string };
+  protocol: "sip" | "sccp" | null;
+  context: string | null;
+  exten: string | null;
+  sip: { username: string | null; secret: string | null };
+  voicemail: Omit<VoicemailRecord, "id" | "user_ids"> | null;
+  permissions: string[];
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function planRow(line: number, row: Row, refs: Awaited<ReturnType<typeof referenceData>>): RowPlan {
+  const user: RowPlan["user"] = userFields(row, userCreateSchema);
+  if (row.uuid) {
+    if (!UUID.test(row.uuid)) throw rowError("uuid", "Not a valid UUID.");
+    user.uuid = row.uuid.toLowerCase();
+  }
+  const protocol = row.line_protocol || null;
+  if (protocol !== null && protocol !== "sip" && protocol !== "sccp") {
+    throw rowError("line_protocol", "Must be one of: sip, sccp.");
+  }
+  const context = row.context || null;
+  const exten = row.exten || null;
+  if ((context || exten || row.sip_username || row.sip_secret) && !protocol) {
+    throw rowError("line_protocol", "A line needs a protocol.");
+  }
+  if (protocol && !context) throw rowError("context", "A line needs a context.");
+  const contextRecord = context ? refs.contexts.get(context) : undefined;
+  if (context && !contextRecord) {
+    throw rowError("context", `Context was not found ('name': '${context}')`);
+  }
+  if (exten && !inRanges(exten, contextRecord!.user_ranges)) {
+    throw rowError("exten", `Exten ${exten} is outside the user ranges of context ${context}.`);
+  }
+  if ((row.sip_username || row.sip_secret) && protocol !== "sip") {
+    throw rowError("sip_username", "SIP columns need line_protocol sip.");
+  }
+  for (const column of ["sip_username", "sip_secret"] as const) {
+    if (row[column] && !/^[a-zA-Z0-9_.+-]{1,80}$/.test(row[column]!)) {
+      throw rowError(column, "Must be 1 to 80 letters, digits or _ . + -.");
+    }
+  }
+  const permissions = (row.call_permissions ?? "").split(";").map((name) => name.trim())
+    .filter(Boolean);
+  for (const name of permissions) {
+    if (!refs.permissions.has(name)) {
+      throw rowError("call_permissions", `CallPermission was not found ('name': '${name}')`);
+    }
+  }
+  return {
+    line,
+    user,
+    protocol,
+    context,
+    exten,
+    sip: { username: row.sip_username || null, secret: row.sip_secret || null },
+    voicemail: planVoicemail(row, context, refs),
+    permissions,
+  };
+}
+
+function planVoicemail(
+  row: Row,
+  lineContext: string | null,
+  refs: Awaited<ReturnType<typeof referenceData>>,
+): RowPlan["voicemail"] {
+  if (!VOICEMAIL_COLUMNS.some((column) => row[column])) return null;
+  const name = row.voicemail_name ?? "";
+  const number = row.voicemail_number ?? "";
+  if (!name || name.length > 80) {
+    throw rowError("voicemail_name", "Required, at most 80 characters.");
+  }
+  if (!/^\d{1,40}$/.test(number)) throw rowError("voicemail_number", "Must be 1 to 40 digits.");
+  const context = row.voicemail_context || lineContext || "default";
+  if (!refs.contexts.has(context)) {
+    throw rowError("voicemail_context", `Context was not found ('name': '${context}')`);
+  }
+  const password = row.voicemail_password || null;
+  if (password !== null && !/^\d{1,80}$/.test(password)) {
+    throw rowError("voicemail_password", "Must be digits.");
+  }
+  const email = row.voicemail_email || null;
+  if (email !== null && !/^[^@\s]+@[^@\s]+$/.test(email)) {
+    throw rowError("voicemail_email", "Not a valid email address.");
+  }
+  return {
+    name,
+    number,
+    context,
+    password,
+    email,
+    pager: null,
+    language: null,
+    timezone: null,
+    max_messages: null,
+    attach_audio: (cell(row, "voicemail_attach_audio") as boolean | undefined) ?? false,
+    delete_messages: (cell(row, "voicemail_delete_messages") as boolean | undefined) ?? false,
+    ask_password: (cell(row, "voicemail_ask_password") as boolean | undefined) ?? true,
+    enabled: true,
+    options: [],
+  };
+}
+
+/** How a taken unique value is worded, by collection. */
+function conflictMessage(collection: string, error: UniqueConflict): string {
+  const [first, second] = [error.value].flat();
+  switch (collection) {
+    case extensions.name:
+      return `Resource Error - Extension already exists ${
+        describe({ exten: second, context: first })
+      }`;
+    case voicemails.name:
+      return `Resource Error - Voicemail already exists ${
+        describe({ number: second, context: first })
+      }`;
+    case sipEndpoints.name:
+      return `Resource Error - SIPEndpoint already exists ${describe({ username: first })}`;
+    case lines.name:
+      return `Resource Error - Line already exists ${describe({ [error.field]: first })}`;
+    default:
+      return `Resource Error - User already exists ${describe({ [error.field]: first })}`;
+  }
+}
+
+/** Ids reserved for one import: `take(collection)` hands them out in order. */
+async function reserve(store: Store, counts: Map<{ name: string }, number>) {
+  const next = new Map<string, number>();
+  for (const [collection, count] of counts) {
+    if (count) next.set(collection.name, await reserveIds(store, collection as never, count));
+  }
+  return (collection: { name: string }) => {
+    const id = next.get(collection.name)!;
+    next.set(collection.name, id + 1);
+    return id;
+  };
+}
+
+/** Builds every record of the planned rows, linked to each other. */
+async function buildRecords(
+  store: Store,
+  plans: RowPlan[],
+  refs: Awaited<ReturnType<typeof referenceData>>,
+) {
+  const count = (test: (plan: RowPlan) => boolean) => plans.filter(test).length;
+  const take = await reserve(
+    store,
+    new Map<{ name: string }, number>([
+      [users, plans.length],
+      [lines, count((p) => p.protocol !== null)],
+      [sipEndpoints, count((p) => p.protocol === "sip")],
+      [sccpEndpoints, count((p) => p.protocol === "sccp")],
+      [extensions, count((p) => p.exten !== null)],
+      [voicemails, count((p) => p.voicemail !== null)],
+    ]),
+  );
+  const items: { item: BulkItem; row: number }[] = [];
+  const created: Record<string, unknown>[] = [];
+  const permissions = new Map<number, CallPermissionRecord>();
+  // generated line names and codes must be free: every one in use or drawn before is avoided
+  const existing = await lines.all(store);
+  const codes = new Set(existing.map((line) => line.provisioning_code));
+  const names = new Set(existing.map((line) => line.name));
+  const draw = (taken: Set<string>, generate: () => string) => {
+    let value = generate();
+    while (taken.has(value)) value = generate();
+    taken.add(value);
+    return value;
+  };
+  for (const [row, plan] of plans.entries()) {
+    const { uuid, ...fields } = plan.user;
+    const user: UserRecord = await buildUser(take(users), fields);
+    if (uuid) user.uuid = uuid;
+    const result: Record<string, unknown> = {
+      row_number: plan.line,
+      user_id: user.id,
+      user_uuid: user.uuid,
+    };
+    const add = (collection: { name: string }, record: { id: number | string }) =>
+      items.push({ item: { collection: collection as never, record }, row });
+    if (plan.protocol && plan.context) {
+      const line: LineRecord = {
+        id: take(lines),
+        name: draw(names, newLineName),
+        protocol: plan.protocol,
+        context: plan.context,
+        position: 1,
+        provisioning_code: draw(codes, newProvisioningCode),
+        caller_id_name: null,
+        caller_id_num: null,
+        device_id: null,
+        endpoint: null,
+        extension_ids: [],
+        user_ids: [user.id],
+      };
+      user.line_ids = [line.id];
+      result.line_id = line.id;
+      if (plan.protocol === "sip") {
+        const sip: SipEndpointRecord = {
+          id: take(sipEndpoints),
+          username: plan.sip.username ?? randomText(8),
+          secret: plan.sip.secret ?? randomText(8),
+          type: "friend",
+          host: "dynamic",
+          options: [],
+          line_id: line.id,
+        };
+        line.endpoint = { type: "sip", id: sip.id };
+        result.endpoint_sip_id = sip.id;
+        add(sipEndpoints, sip);
+      } else {
+        const sccp: SccpEndpointRecord = { id: take(sccpEndpoints), options: [], line_id: line.id };
+        line.endpoint = { type: "sccp", id: sccp.id };
+        result.endpoint_sccp_id = sccp.id;
+        add(sccpEndpoints, sccp);
+      }
+      if (plan.exten) {
+        const extension: ExtensionRecord = {
+          id: take(extensions),
+          exten: plan.exten,
+          context: plan.context,
+          enabled: true,
+          line_id: line.id,
+        };
+        line.extension_ids = [extension.id];
+        result.extension_id = extension.id;
+        add(extensions, extension);
+      }
+      add(lines, line);
+    }
+    if (plan.voicemail) {
+      const voicemail: VoicemailRecord = {
+        id: take(voicemails),
+        ...plan.voicemail,
+        user_ids: [user.id],
+      };
+      user.voicemail_id = voicemail.id;
+      result.voicemail_id = voicemail.id;
+      add(voicemails, voicemail);
+    }
+    for (const name of plan.permissions) {
+      const permission = refs.permissions.get(name)!;
+      const current = permissions.get(permission.id) ??
+        { ...permission, user_ids: [...permission.user_ids] };
+      current.user_ids.push(user.id);
+      permissions.set(permission.id, current);
+      user.callpermission_ids.push(permission.id);
+    }
+    result.call_permission_ids = user.callpermission_ids;
+    add(users, user);
+    created.push(result);
+  }
+  for (const permission of permissions.values()) {
+    items.push({
+      item: {
+        collection: callPermissions as never,
+        record: permission,
+        previous: refs.permissions.get(permission.name),
+      },
+      row: -1,
+    });
+  }
+  return { items, created };
+}
+
+/** Checks the whole batch and writes it, or answers every row's conflict. */
+async function writeAll(
+  store: Store,
+  entries: { item: BulkItem; row: number }[],
+  lineOf: (row: number) => number,
+) {
+  const items = entries.map((entry) => entry.item);
+  const conflicts = await findBulkConflicts(store, items);
+  if (conflicts.length) {
+    throw new ConfdError(
+      400,
+      conflicts.map(({ item, error }) =>
+        `Line ${lineOf(entries[item]!.row)}: ${
+          conflictMessage(items[item]!.collection.name, error)
+        }`
+      ),
+    );
+  }
+  await bulkWrite(store, items);
+}
+
+/** Plans every row, collecting the errors of all rows. */
+function planAll<T>(table: { line: number; row: Row }[], plan: (line: number, row: Row) => T): T[] {
+  const errors: string[] = [];
+  const plans: T[] = [];
+  for (const { line, row } of table) {
+    try {
+      plans.push(plan(line, row));
+    } catch (error) {
+      if (!(error instanceof RowError)) throw error;
+      errors.push(`Line ${line}: ${error.message}`);
+    }
+  }
+  if (errors.length) throw new ConfdError(400, errors);
+  return plans;
+}
+
+/** `POST /users/import`: creates every row's records, or nothing. */
+async function importCreate(store: Store, table: { line: number; row: Row }[]) {
+  const refs = await referenceData(store);
+  const plans = planAll(table, (line, row) => planRow(line, row, refs));
+  const { items, created } = await buildRecords(store, plans, refs);
+  await writeAll(store, items, (row) => plans[row]?.line ?? 0);
+  return created;
+}
+
+/** `PUT /users/import`: updates the users named by `uuid` with the user columns present. */
+async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
+  const refs = await referenceData(store);
+  const plans = planAll(table, (line, row) => {
+    if (!row.uuid || !UUID.test(row.uuid)) throw rowError("uuid", "A valid uuid is required.");
+    const fields = userFields(row, userUpdateSchema);
+    // an empty cell clears a text field; booleans and numbers keep their value
+    for (const column of CLEARABLE) {
+      if (row[column] === "") (fields as Record<string, unknown>)[column] = null;
+    }
+    const permissions = "call_permissions" in row
+      ? (row.call_permissions ?? "").split(";").map((name) => name.trim()).filter(Boolean)
+      : null;
+    for (const name of permissions ?? []) {
+      if (!refs.permissions.has(name)) {
+        throw rowError("call_permissions", `CallPermission was not found ('name': '${name}')`);
+      }
+    }
+    return { line, uuid: row.uuid.toLowerCase(), fields, permissions };
+  });
+  const errors: string[] = [];
+  const entries: { item: BulkItem; row: number }[] = [];
+  const changedPermissions = new Map<number, CallPermissionRecord>();
+  const permission = (id: number) => {
+    const known = [...refs.permissions.values()].find((p) => p.id === id)!;
+    if (!changedPermissions.has(id)) {
+      changedPermissions.set(id, { ...known, user_ids: [...known.user_ids] });
+    }
+    return changedPermissions.get(id)!;
+  };
+  const updated: Record<string, unknown>[] = [];
+  for (const [row, plan] of plans.entries()) {
+    const previous = await users.findBy(store, "uuid", plan.uuid);
+    if (!previous) {
+      errors.push(
+        `Line ${plan.line}: Resource Not Found - User was not found ('uuid': '${plan.uuid}')`,
+      );
+      continue;
+    }
+    const { password, ...fields } = plan.fields as Record<string, unknown> & {
+      password?: string | null;
+    };
+    const user: UserRecord = { ...previous, ...fields };
+    if (password !== undefined) {
+      user.password_hash = password === null ? null : await hashPassword(password);
+    }
+    if (plan.permissions) {
+      const wanted = plan.permissions.map((name) => refs.permissions.get(name)!.id);
+      for (const id of user.callpermission_ids) {
+        if (!wanted.includes(id)) {
+          permission(id).user_ids = permission(id).user_ids.filter((u) => u !== user.id);
+        }
+      }
+      for (const id of wanted) {
+        if (!permission(id).user_ids.includes(user.id)) permission(id).user_ids.push(user.id);
+      }
+      user.callpermission_ids = wanted;
+    }
+    entries.push({ item: { collection: users as never, record: user, previous }, row });
+    updated.push({ row_number: plan.line, user_id: user.id, user_uuid: user.uuid });
+  }
+  if (errors.length) throw new ConfdError(400, errors);
+  for (const changed of changedPermissions.values()) {
+    const previous = [...refs.permissions.values()].find((p) => p.id === changed.id);
+    entries.push({
+      item: { collection: callPermissions as never, record: changed, previous },
+      row: -1,
+    });
+  }
+  await writeAll(store, entries, (row) => plans[row]?.line ?? 0);
+  return updated;
+}
+
+/** One export row per user: the user's columns, its main line, voicemail and call permissions. */
+async function exportRows(store: Store): Promise<string[][]> {
+  const [allUsers, allLines, sips, allExtensions, allVoicemails, permissions] = await Promise.all([
+    users.all(store),
+    lines.all(store),
+    sipEndpoints.all(store),
+    extensions.all(store),
+    voicemails.all(store),
+    callPermissions.all(store),
+  ]);
+  const byId = <T extends { id: number | string }>(records: T[]) =>
+    new Map(records.map((record) => [record.id, record]));
+  const [lineById, sipById, extensionById, voicemailById, permissionById] = [
+    byId(allLines),
+    byId(sips),
+    byId(allExtensions),
+    byId(allVoicemails),
+    byId(permissions),
+  ];
+  const text = (value: unknown) => value === null || value === undefined ? "" : String(value);
+  return allUsers.map((user) => {
+    const line = user.line_ids.length ? lineById.get(user.line_ids[0]!) : undefined;
+    const sip = line?.endpoint?.type === "sip" ? sipById.get(line.endpoint.id) : undefined;
+    const extension = line?.extension_ids.length
+      ? extensionById.get(line.extension_ids[0]!)
+      : undefined;
+    const voicemail = user.voicemail_id === null ? undefined : voicemailById.get(user.voicemail_id);
+    const values: Record<string, string> = {
+      line_protocol: text(line?.protocol === "custom" ? null : line?.protocol),
+      context: text(line?.protocol === "custom" ? null : line?.context),
+      exten: text(line?.protocol === "custom" ? null : extension?.exten),
+      sip_username: text(sip?.username),
+      sip_secret: text(sip?.secret),
+      voicemail_name: text(voicemail?.name),
+      voicemail_number: text(voicemail?.number),
+      voicemail_context: text(voicemail?.context),
+      voicemail_password: text(voicemail?.password),
+      voicemail_email: text(voicemail?.email),
+      voicemail_attach_audio: text(voicemail?.attach_audio),
+      voicemail_delete_messages: text(voicemail?.delete_messages),
+      voicemail_ask_password: text(voicemail?.ask_password),
+      call_permissions: user.callpermission_ids.map((id) => permissionById.get(id)?.name ?? "")
+        .join(";"),
+    };
+    return EXPORTED.map((column) =>
+      column in values
+        ? values[column]!
+        : text((user as unknown as Record<string, unknown>)[column])
+    );
+  });
+}
+
+export function userCsvRoutes({ store, tokens }: Services) {
+  return new Hono<AppEnv>()
+    .post("/users/import", confdAcl(tokens, "confd.users.import.create"), async (c) => {
+      const created = await importCreate(store, await readTable(c, "firstname"));
+      return c.json({ created }, 201);
+    })
+    .put("/users/import", confdAcl(tokens, "confd.users.import.update"), async (c) => {
+      const updated = await importUpdate(store, await readTable(c, "uuid"));
+      return c.json({ updated });
+    })
+    .get("/users/export", confdAcl(tokens, "confd.users.export.read"), async (c) => {
+      const accept = c.req.header("accept") ?? "";
+      if (!/(^|,)\s*text\/csv\s*(;[^,]*)?(,|$)/i.test(accept)) {
+        throw new ConfdError(406, ["Not Acceptable - send Accept: text/csv; charset=utf-8"]);
+      }
+      c.header("Content-Type", "text/csv; charset=utf-8");
+      return c.body(toCsv(EXPORTED, await exportRows(store)));
+    });
 }

@@ -5,7 +5,7 @@
  * (run at start-up) puts back what the journal says was there before, so no half-written import
  * survives.
  */
-import { type Collection, collectionNamed, UniqueConflict } from "./records.ts";
+import { type Collection, collectionNamed, UniqueConflict, versionKey } from "./records.ts";
 import type { Store } from "./store.ts";
 
 type Id = string | number;
@@ -186,6 +186,9 @@ async function writeChunks(
         if (!released.has(keyText(claim.key))) atomic.check({ key: claim.key, versionstamp: null });
       }
       for (const [key, value] of sets) atomic.set(key, value);
+      for (const name of new Set(sets.map(([key]) => String(key[0])))) {
+        if (collectionNamed(name)) atomic.set(versionKey(name), true);
+      }
       return atomic;
     });
     if (!result.ok) {
@@ -237,6 +240,7 @@ async function undo(store: Store, id: string): Promise<void> {
           const collection = collectionNamed(String(entry.key[0]))!;
           for (const index of collection.indexes(entry.value!)) op.delete(index.key);
           op.delete(entry.key);
+          op.set(versionKey(collection.name), true);
         }
         return op;
       });
@@ -253,6 +257,7 @@ async function undo(store: Store, id: string): Promise<void> {
       for (const index of collection.indexes(backup.record)) {
         op.set(index.key, collection.key(backup.record.id));
       }
+      op.set(versionKey(collection.name), true);
       return op.set(collection.key(backup.record.id), backup.record);
     });
   }

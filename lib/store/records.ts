@@ -14,6 +14,9 @@ export class UniqueConflict extends Error {
   }
 }
 
+/** The key every write of a collection's records changes, in the same atomic operation. */
+export const versionKey = (name: string): Deno.KvKey => ["collection_versions", name];
+
 /** Every collection by name, so that recovery can read a journal naming them. */
 const registry = new Map<string, Collection<{ id: IndexValue }>>();
 
@@ -63,9 +66,23 @@ export class Collection<T extends { id: IndexValue }> {
     return pointer.value ? (await store.get<T>(pointer.value)).value : null;
   }
 
-  /** Every record, in id order. */
+  /** Changes whenever a record of the collection is written (see {@link versionKey}). */
+  get versionKey(): Deno.KvKey {
+    return versionKey(this.name);
+  }
+
+  #cache: { store: Store; version: string | null; records: T[] } | null = null;
+
+  /**
+   * Every record, in id order. The list is kept in memory and read again only when the
+   * collection's version key changed, so that large lists cost one read; treat it as read-only.
+   */
   async all(store: Store): Promise<T[]> {
-    return (await store.list<T>({ prefix: [this.name] })).map((entry) => entry.value);
+    const version = (await store.get(this.versionKey)).versionstamp;
+    if (this.#cache?.store === store && this.#cache.version === version) return this.#cache.records;
+    const records = (await store.list<T>({ prefix: [this.name] })).map((entry) => entry.value);
+    this.#cache = { store, version, records };
+    return records;
   }
 
   /** The next integer id (1, 2, 3, …), safe across processes sharing the store. */
@@ -130,6 +147,15 @@ export class Transaction {
     return pointer ? await this.#read(pointer) as T | null : null;
   }
 
+  /**
+   * Every record of `collection`, checked at commit as a whole: any write to the collection
+   * meanwhile runs the transaction again (for rules such as "no line uses this context").
+   */
+  async all<T extends { id: IndexValue }>(collection: Collection<T>): Promise<T[]> {
+    await this.#read(collection.versionKey);
+    return await collection.all(this.store);
+  }
+
   /** Creates or replaces `record` (read it first when replacing, so its old index keys go). */
   put<T extends { id: IndexValue }>(collection: Collection<T>, record: T): void {
     const key = collection.key(record.id);
@@ -182,10 +208,13 @@ export class Transaction {
         if (!handedOver.has(keyText(index.key))) op.check({ key: index.key, versionstamp: null });
         op.set(index.key, index.owner);
       }
+      const written = new Set<string>();
       for (const write of this.#writes.values()) {
         if (write.value) op.set(write.key, write.value);
         else op.delete(write.key);
+        written.add(write.collection.name);
       }
+      for (const name of written) op.set(versionKey(name), true);
       return op;
     });
     if (result.ok) return true;

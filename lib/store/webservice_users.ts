@@ -35,20 +35,33 @@ export async function createWebServiceUser(
   store: Store,
   input: NewWebServiceUser,
 ): Promise<WebServiceUserRecord> {
-  const user: WebServiceUserRecord = {
-    id: await webServiceUsers.nextId(store),
+  const user = await buildWebServiceUser(await webServiceUsers.nextId(store), input);
+  await transact(store, (tx) => Promise.resolve(tx.put(webServiceUsers, user)));
+  return user;
+}
+
+/** A complete record: the password hashed, the name the login when not given. */
+export async function buildWebServiceUser(
+  id: number,
+  input: NewWebServiceUser,
+): Promise<WebServiceUserRecord> {
+  return {
+    id,
     login: input.login,
     name: input.name ?? input.login,
     acls: input.acls,
     password_hash: await hashPassword(input.password),
   };
-  await transact(store, (tx) => Promise.resolve(tx.put(webServiceUsers, user)));
-  return user;
 }
 
 export const getWebServiceUser = (store: Store, id: number) => webServiceUsers.get(store, id);
 export const findWebServiceUserByLogin = (store: Store, login: string) =>
   webServiceUsers.findBy(store, "login", login);
+
+/** True when the store holds at least one web service user. */
+export async function hasWebServiceUsers(store: Store): Promise<boolean> {
+  return (await store.list({ prefix: [webServiceUsers.name] }, { limit: 1 })).length > 0;
+}
 
 /**
  * Creates the administrator of `SVC_ADMIN_LOGIN` with ACL `#`, or resets its password and ACLs

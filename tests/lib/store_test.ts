@@ -87,7 +87,9 @@ Deno.test("collections keep records and their unique index keys together", async
     await t.step("remove deletes the record and its index keys", async () => {
       await transact(store, (tx) => Promise.resolve(tx.remove(things, 1)));
       await transact(store, (tx) => Promise.resolve(tx.remove(things, 2)));
-      assert.deepEqual(await store.list({ prefix: [] }), []);
+      for (const prefix of ["things", "things_by_name", "things_by_code"]) {
+        assert.deepEqual(await store.list({ prefix: [prefix] }), [], prefix);
+      }
       assert.deepEqual(await things.all(store), []);
     });
   });

@@ -272,3 +272,31 @@ Deno.test("/1.1 lists: search, order, direction, limit, offset, skip, filters", 
     await expectConfdError(await api.get("/contexts?offset=-1"), 400, /field 'offset'/);
   });
 });
+
+Deno.test("a context still used by an extension, line, voicemail or queue cannot be deleted", async () => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  const context = await (await api.post("/contexts", {
+    name: "office",
+    user_ranges: [{ start: "100", end: "199" }],
+    queue_ranges: [{ start: "300", end: "399" }],
+  })).json();
+  const uses: [string, Record<string, unknown>, string][] = [
+    ["/extensions", { exten: "100", context: "office" }, "Extension"],
+    ["/lines", { context: "office" }, "Line"],
+    ["/voicemails", { name: "VM", number: "100", context: "office" }, "Voicemail"],
+    ["/queues", { name: "office-queue", context: "office" }, "Queue"],
+  ];
+  for (const [path, body, label] of uses) {
+    const created = await api.post(path, body);
+    assert.equal(created.status, 201, `${path}: ${JSON.stringify(await created.clone().json())}`);
+    const { id } = await created.json();
+    await expectConfdError(
+      await api.delete(`/contexts/${context.id}`),
+      400,
+      new RegExp(`^Resource Error - Context is associated with a ${label}$`),
+    );
+    assert.equal((await api.delete(`${path}/${id}`)).status, 204);
+  }
+  assert.equal((await api.delete(`/contexts/${context.id}`)).status, 204);
+});

@@ -1,0 +1,48 @@
+/**
+ * Extensions: the numbers (`exten`) dialled in a context. An extension reaches a line when the line
+ * holds it (`lines.extension_ids` ↔ `extensions.line_id`, one line per extension since 14.14).
+ * `(context, exten)` is unique.
+ */
+import { Collection } from "./records.ts";
+import type { Store } from "./store.ts";
+
+export interface ExtensionRecord {
+  id: number;
+  exten: string;
+  /** Name of the context. */
+  context: string;
+  enabled: boolean;
+  /** The line that holds this extension, if any. */
+  line_id: number | null;
+}
+
+/**
+ * What an extension may be: digits with `*`, `#` (and a leading `+`), or an Asterisk pattern
+ * starting with `_` (`N`, `X`, `Z`, `[1-5]`, ending with `.` or `!`).
+ */
+export const EXTEN_PATTERN = /^(?:\+?[0-9*#]+|_\+?[0-9NXZ*#[\]-]+[.!]?)$/;
+
+/** Extensions by id; `exten` is the unique `[context, exten]` pair. */
+export const extensions = new Collection<ExtensionRecord>("extensions", {
+  exten: (extension) => [extension.context, extension.exten],
+});
+
+/** The extension `id`, or null. */
+export const getExtension = (store: Store, id: number) => extensions.get(store, id);
+
+/**
+ * The extension `exten` of `context`, or null.
+ *
+ * @example
+ * const extension = await findExtension(store, "1001", "default");
+ */
+export const findExtension = (store: Store, exten: string, context: string) =>
+  extensions.findBy(store, "exten", [context, exten]);
+
+/** The extensions of a context (a context that has some cannot be deleted). */
+export async function extensionsInContext(
+  store: Store,
+  context: string,
+): Promise<ExtensionRecord[]> {
+  return (await extensions.all(store)).filter((extension) => extension.context === context);
+}

@@ -1,0 +1,198 @@
+import assert from "node:assert/strict";
+import {
+  recordSwitchboardCall,
+  type SwitchboardCallRecord,
+} from "../../../lib/store/switchboards.ts";
+import { confd, expectConfdError, setup } from "../../helpers.ts";
+
+const at = (day: number, hour: number, minute = 0, second = 0) =>
+  Date.UTC(2024, 0, day, hour, minute, second);
+
+/** A call that entered switchboard 1, overridden by `fields`. */
+const call = (fields: Partial<SwitchboardCallRecord>): SwitchboardCallRecord => ({
+  id: crypto.randomUUID(),
+  switchboard_id: 1,
+  entered_at: at(1, 10),
+  answered_at: null,
+  ended_at: null,
+  transferred: false,
+  ...fields,
+});
+
+Deno.test("/1.1/switchboards: create, list, get, update, delete", async (t) => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  let id = 0;
+
+  await t.step("POST answers 201 with Location and the switchboard", async () => {
+    const response = await api.post("/switchboards", { name: "Reception" });
+    assert.equal(response.status, 201);
+    const body = await response.json();
+    id = body.id;
+    assert.equal(response.headers.get("location"), `/1.1/switchboards/${id}`);
+    assert.deepEqual(body, { id, name: "Reception" });
+  });
+
+  await t.step("GET lists and searches", async () => {
+    await (await api.post("/switchboards", { name: "Night desk" })).body?.cancel();
+    assert.equal((await (await api.get("/switchboards")).json()).total, 2);
+    const found = await (await api.get("/switchboards?search=night")).json();
+    assert.deepEqual(found.items.map((s: { name: string }) => s.name), ["Night desk"]);
+  });
+
+  await t.step("GET by id and PUT", async () => {
+    assert.equal((await (await api.get(`/switchboards/${id}`)).json()).name, "Reception");
+    assert.equal((await api.put(`/switchboards/${id}`, { name: "Front desk" })).status, 204);
+    assert.deepEqual(await (await api.get(`/switchboards/${id}`)).json(), {
+      id,
+      name: "Front desk",
+    });
+  });
+
+  await t.step("DELETE answers 204, then the switchboard is gone", async () => {
+    assert.equal((await api.delete(`/switchboards/${id}`)).status, 204);
+    await expectConfdError(
+      await api.get(`/switchboards/${id}`),
+      404,
+      new RegExp(`^Resource Not Found - Switchboard was not found \\('id': ${id}\\)$`),
+    );
+  });
+});
+
+Deno.test("/1.1/switchboards: every error", async (t) => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  await (await api.post("/switchboards", { name: "Reception" })).body?.cancel();
+
+  await t.step("unknown ids: 404", async () => {
+    await expectConfdError(await api.get("/switchboards/999"), 404, /\('id': 999\)/);
+    await expectConfdError(await api.put("/switchboards/999", {}), 404, /not found/);
+    await expectConfdError(await api.delete("/switchboards/999"), 404, /not found/);
+    await expectConfdError(
+      await api.get("/switchboards/999/stats"),
+      404,
+      /^Resource Not Found - Switchboard was not found \('id': 999\)$/,
+    );
+  });
+
+  await t.step("invalid fields: 400 Input Error naming the field", async () => {
+    await expectConfdError(await api.post("/switchboards", {}), 400, /field 'name'/);
+    await expectConfdError(
+      await api.post("/switchboards", { name: "n".repeat(129) }),
+      400,
+      /field 'name': Longer than maximum length 128/,
+    );
+    await expectConfdError(await api.put("/switchboards/1", { name: "" }), 400, /field 'name'/);
+  });
+
+  await t.step("bad stats dates: 400 naming the parameter", async () => {
+    for (
+      const query of ["from=2024-13-01", "from=2024-02-30", "until=yesterday", "from=2024-1-1"]
+    ) {
+      await expectConfdError(
+        await api.get(`/switchboards/1/stats?${query}`),
+        400,
+        new RegExp(`^Input Error - field '${query.split("=")[0]}': Must be a date`),
+      );
+    }
+  });
+});
+
+Deno.test("/1.1/switchboards/{id}/stats: per-day figures from the call records", async (t) => {
+  const ctx = await setup();
+  const api = await confd(ctx);
+  const { store } = ctx.services;
+  await (await api.post("/switchboards", { name: "Reception" })).body?.cancel();
+  const stats = async (query = "") => {
+    const response = await api.get(`/switchboards/1/stats${query}`);
+    assert.equal(response.status, 200);
+    return await response.json();
+  };
+
+  await t.step("no calls: no days", async () => {
+    assert.deepEqual(await stats(), { total: 0, items: [] });
+  });
+
+  const waiting = call({ id: "late", entered_at: at(3, 9) });
+  const records = [
+    call({ entered_at: at(1, 10), answered_at: at(1, 10, 0, 10), ended_at: at(1, 10, 5) }),
+    call({ entered_at: at(1, 11), ended_at: at(1, 11, 0, 30) }),
+    call({
+      entered_at: at(1, 12),
+      answered_at: at(1, 12, 0, 5),
+      ended_at: at(1, 12, 1),
+      transferred: true,
+    }),
+    call({ entered_at: at(2, 23, 59, 50) }),
+    call({ switchboard_id: 2, entered_at: at(1, 10), ended_at: at(1, 10, 1) }),
+    waiting,
+  ];
+  const day1 = {
+    date: "2024-01-01",
+    entered: 3,
+    answered: 2,
+    abandoned: 1,
+    transferred: 1,
+    waiting_time_average: 15,
+  };
+  const day2 = {
+    date: "2024-01-02",
+    entered: 1,
+    answered: 0,
+    abandoned: 0,
+    transferred: 0,
+    waiting_time_average: null,
+  };
+
+  await t.step("calls are counted per UTC day; waiting ones have no waiting time", async () => {
+    for (const record of records) await recordSwitchboardCall(store, record);
+    assert.deepEqual(await stats(), {
+      total: 3,
+      items: [day1, day2, { ...day2, date: "2024-01-03" }],
+    });
+  });
+
+  await t.step("recording a call again replaces it", async () => {
+    await recordSwitchboardCall(store, { ...waiting, answered_at: at(3, 9, 0, 4) });
+    const body = await stats("?from=2024-01-03");
+    assert.deepEqual(body.items, [{
+      ...day2,
+      date: "2024-01-03",
+      answered: 1,
+      waiting_time_average: 4,
+    }]);
+  });
+
+  await t.step("from and until bound the days, both included", async () => {
+    assert.deepEqual((await stats("?until=2024-01-01")).items, [day1]);
+    assert.deepEqual((await stats("?from=2024-01-02&until=2024-01-02")).items, [day2]);
+    assert.equal((await stats("?from=2024-01-02")).total, 2);
+    assert.equal((await stats("?from=2024-02-01")).total, 0);
+  });
+});
+
+Deno.test("/1.1/switchboards: ACLs", async (t) => {
+  const ctx = await setup();
+  const admin = await confd(ctx);
+  await (await admin.post("/switchboards", { name: "first" })).body?.cancel();
+  const narrow = await confd(ctx, ["confd.contexts.#"]);
+  const routes: [string, string, string, unknown?][] = [
+    ["GET", "/switchboards", "confd.switchboards.read"],
+    ["POST", "/switchboards", "confd.switchboards.create", { name: "second" }],
+    ["GET", "/switchboards/1", "confd.switchboards.1.read"],
+    ["PUT", "/switchboards/1", "confd.switchboards.1.update", {}],
+    ["GET", "/switchboards/1/stats", "confd.switchboards.1.stats.read"],
+    ["DELETE", "/switchboards/1", "confd.switchboards.1.delete"],
+  ];
+  const granted = await confd(ctx, routes.map(([, , acl]) => acl));
+  for (const [method, path, acl, body] of routes) {
+    await t.step(`${method} ${path} needs ${acl}`, async () => {
+      const refused = await narrow.call(method, path, body);
+      assert.equal(refused.status, 403);
+      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
+      const allowed = await granted.call(method, path, body);
+      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
+      await allowed.body?.cancel();
+    });
+  }
+});
