@@ -1,14 +1,30 @@
 /**
  * The demo data set (`SVC_DEMO=true`), loaded into an empty store so that the README's examples
- * work as written. Later areas add their records here.
+ * work as written: alice (1001) and bob (1002) with SIP lines, a queue `sales` (3000) with alice's
+ * agent, two call qualifications, a callback list, and a web service user for integrations.
  */
+import { createAgent } from "./store/agents.ts";
+import { createCallQualification } from "./store/call_qualifications.ts";
+import { createCallbackList } from "./store/callback_lists.ts";
+import { randomText, type SipEndpointRecord, sipEndpoints } from "./store/endpoints.ts";
+import { type ExtensionRecord, extensions } from "./store/extensions.ts";
+import { type LineRecord, lines, newLineName, newProvisioningCode } from "./store/lines.ts";
+import { createQueue } from "./store/queues.ts";
+import { transact } from "./store/records.ts";
 import type { Services } from "./services.ts";
-import { createUser, hasNoUsers } from "./store/users.ts";
+import type { Store } from "./store/store.ts";
+import { buildUser, hasNoUsers, type NewUser, users } from "./store/users.ts";
 import { createWebServiceUser, findWebServiceUserByLogin } from "./store/webservice_users.ts";
 
 export const DEMO_USERS = [
-  { firstname: "Alice", lastname: "Martin", username: "alice", password: "alice-demo" },
-  { firstname: "Bob", lastname: "Durand", username: "bob", password: "bob-demo" },
+  {
+    firstname: "Alice",
+    lastname: "Martin",
+    username: "alice",
+    password: "alice-demo",
+    exten: "1001",
+  },
+  { firstname: "Bob", lastname: "Durand", username: "bob", password: "bob-demo", exten: "1002" },
 ] as const;
 
 export const DEMO_WEBSERVICE_USER = {
@@ -24,13 +40,89 @@ export const DEMO_WEBSERVICE_USER = {
     "svc.rest.call_qualification.#",
     "svc.rest.events.#",
     "svc.rest.sim.#",
+    "confd.#",
+    "agentd.#",
   ],
 };
+
+/** Creates a user with a SIP line holding `exten` in `default`, all in one transaction. */
+async function createUserWithLine(store: Store, input: NewUser, exten: string) {
+  const [userId, lineId, sipId, extensionId] = [
+    await users.nextId(store),
+    await lines.nextId(store),
+    await sipEndpoints.nextId(store),
+    await extensions.nextId(store),
+  ];
+  const user = { ...await buildUser(userId, input), line_ids: [lineId] };
+  const line: LineRecord = {
+    id: lineId,
+    name: newLineName(),
+    protocol: "sip",
+    context: "default",
+    position: 1,
+    provisioning_code: newProvisioningCode(),
+    caller_id_name: null,
+    caller_id_num: null,
+    device_id: null,
+    endpoint: { type: "sip", id: sipId },
+    extension_ids: [extensionId],
+    user_ids: [userId],
+  };
+  const sip: SipEndpointRecord = {
+    id: sipId,
+    username: input.username ?? randomText(8),
+    secret: randomText(16),
+    type: "friend",
+    host: "dynamic",
+    options: [],
+    line_id: lineId,
+  };
+  const extension: ExtensionRecord = {
+    id: extensionId,
+    exten,
+    context: "default",
+    enabled: true,
+    line_id: lineId,
+  };
+  await transact(store, (tx) => {
+    tx.put(users, user);
+    tx.put(lines, line);
+    tx.put(sipEndpoints, sip);
+    tx.put(extensions, extension);
+    return Promise.resolve();
+  });
+  return user;
+}
 
 /** Loads the demo records when the store holds no user yet; answers whether it did. */
 export async function loadDemo({ store }: Services): Promise<boolean> {
   if (!await hasNoUsers(store) || await findWebServiceUserByLogin(store, "demo-ws")) return false;
-  for (const user of DEMO_USERS) await createUser(store, user);
+  const created = [];
+  for (const { exten, ...user } of DEMO_USERS) {
+    created.push(await createUserWithLine(store, user, exten));
+  }
+  const agent = await createAgent(store, {
+    number: "8001",
+    firstname: created[0]!.firstname,
+    lastname: created[0]!.lastname,
+  });
+  const sales = await createQueue(store, {
+    name: "sales",
+    display_name: "Sales",
+    number: "3000",
+    members: [{ agent_id: agent.id, penalty: 0 }],
+  });
+  await createCallQualification(store, {
+    name: "Sale",
+    sub_qualifications: [{ name: "Order placed" }, { name: "Quote sent" }],
+    queue_ids: [sales.id],
+  });
+  await createCallQualification(store, {
+    name: "No sale",
+    sub_qualifications: [{ name: "Not interested" }, { name: "Call back later" }],
+    queue_ids: [sales.id],
+  });
+  await createCallbackList(store, { name: "Sales callbacks", queue_id: sales.id });
   await createWebServiceUser(store, DEMO_WEBSERVICE_USER);
   return true;
 }
@@ -43,5 +135,7 @@ export function demoBanner(baseUrl: string): string {
     ...DEMO_USERS.map((user) => `    ${user.username} / ${user.password}`),
     "  web service user (POST /svc/api/2.0/auth/webservice):",
     `    ${DEMO_WEBSERVICE_USER.login} / ${DEMO_WEBSERVICE_USER.password}`,
+    `  extensions: ${DEMO_USERS.map((user) => `${user.username} ${user.exten}`).join(", ")}`,
+    "  queue sales (3000) with agent 8001 (alice); call qualifications; callback list",
   ].join("\n");
 }
