@@ -1,4 +1,5 @@
 /** Test factories: a fresh in-memory store, a manual clock and captured log lines per test. */
+import assert from "node:assert/strict";
 import { prepareStore } from "../lib/bootstrap.ts";
 import { ManualClock } from "../lib/clock.ts";
 import { loadConfig } from "../lib/config.ts";
@@ -83,7 +84,26 @@ export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 /** Calls `/1.1` with a web service user's token holding `acls` (the whole daemon by default). */
 export async function confd(ctx: TestContext, acls: string[] = ["confd.#"]) {
   const user = await webServiceUser(ctx, acls);
-  const token = await login(ctx, "webservice", user.login);
+  return confdClient(ctx, await login(ctx, "webservice", user.login));
+}
+
+/** A fresh app and a `/1.1` client holding the whole daemon's ACLs: most tests start so. */
+export async function setupConfd(env: Record<string, string> = {}) {
+  const ctx = await setup(env);
+  return { ctx, api: await confd(ctx) };
+}
+
+/** A `/1.1` client, as `confd` answers it. */
+export type Confd = ReturnType<typeof confdClient>;
+
+/** Bodies and the error each must answer: its first message matches the pattern beside it. */
+type InvalidCases = [body: unknown, pattern: RegExp][];
+
+/**
+ * Calls `/1.1` with `token`: raw calls, and the checks every resource's tests make, which send
+ * their own requests.
+ */
+function confdClient(ctx: TestContext, token: string) {
   const call = (
     method: string,
     path: string,
@@ -95,22 +115,148 @@ export async function confd(ctx: TestContext, acls: string[] = ["confd.#"]) {
       headers: { ...bearer(token), "Content-Type": "application/json", ...headers },
       body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
     }));
-  return {
+  const api = {
     token,
     get: (path: string, headers?: Record<string, string>) => call("GET", path, undefined, headers),
     post: (path: string, body?: unknown) => call("POST", path, body),
     put: (path: string, body?: unknown) => call("PUT", path, body),
     delete: (path: string) => call("DELETE", path),
     call,
+
+    /** POSTs, asserts 201 with a Location naming the new resource (by id, else uuid), answers it. */
+    async create(path: string, body: unknown) {
+      const response = await call("POST", path, body);
+      const text = await response.text();
+      assert.equal(response.status, 201, `${path}: ${text}`);
+      const created = JSON.parse(text);
+      assert.equal(response.headers.get("location"), `/1.1${path}/${created.id ?? created.uuid}`);
+      return created;
+    },
+
+    /** GETs a list (asserting 200) and answers its total and each item's `field`. */
+    async list(path: string, field = "name") {
+      const response = await call("GET", path);
+      assert.equal(response.status, 200, path);
+      const body = await response.json();
+      const values: unknown[] = body.items.map((item: Record<string, unknown>) => item[field]);
+      return { total: body.total as number, values };
+    },
+
+    /** GET, PUT and DELETE of `path`/`key`'s value each answer 404 naming `resource` and `key`. */
+    async expectUnknownId(path: string, resource: string, key: Record<string, string | number>) {
+      const url = `${path}/${Object.values(key)[0]}`;
+      for (const method of ["GET", "PUT", "DELETE"]) {
+        const body = method === "PUT" ? {} : undefined;
+        await expectNotFound(await call(method, url, body), resource, key);
+      }
+    },
+
+    /** DELETE of `path`/`key`'s value answers 204; then its GET answers 404 as `expectNotFound`. */
+    async expectDeleted(path: string, resource: string, key: Record<string, string | number>) {
+      const url = `${path}/${Object.values(key)[0]}`;
+      const deleted = await call("DELETE", url);
+      assert.equal(deleted.status, 204, `DELETE ${url}: ${await deleted.text()}`);
+      await expectNotFound(await call("GET", url), resource, key);
+    },
+
+    /** `method` on `path` answers 400 to each body of `cases`. */
+    async expectInvalid(method: string, path: string, cases: InvalidCases) {
+      for (const [body, pattern] of cases) {
+        await expectConfdError(await call(method, path, body), 400, pattern);
+      }
+    },
+
+    /** `method` on `path` answers 400 to a body that is not JSON, and to JSON not an object. */
+    async expectJsonObjectBody(method: string, path: string) {
+      const cases: InvalidCases = [
+        ["{oops", /^Input Error - .*not valid JSON/],
+        ["[1]", /^Input Error - .*JSON object/],
+        ["null", /^Input Error - .*JSON object/],
+      ];
+      await api.expectInvalid(method, path, cases);
+    },
+
+    /**
+     * POSTing `taken` (a body whose unique fields already exist) answers 400 `message`, and so
+     * does PUTting it over another resource, created from `other`.
+     */
+    async expectTaken(path: string, taken: object, other: object, message: RegExp) {
+      await expectConfdError(await call("POST", path, taken), 400, message);
+      const { id } = await api.create(path, other);
+      await expectConfdError(await call("PUT", `${path}/${id}`, taken), 400, message);
+    },
   };
+  return api;
 }
 
-/** Asserts a configuration daemon error: `status` and one message matching `pattern`. */
-export async function expectConfdError(response: Response, status: number, pattern: RegExp) {
+/**
+ * Asserts a configuration daemon error: `status` and a first message matching `pattern` (a
+ * string must be the whole message).
+ */
+export async function expectConfdError(
+  response: Response,
+  status: number,
+  pattern: RegExp | string,
+) {
   const body = await response.json();
-  if (response.status !== status || !Array.isArray(body) || !pattern.test(String(body[0]))) {
+  const message = Array.isArray(body) ? String(body[0]) : undefined;
+  const matches = typeof pattern === "string" ? message === pattern : pattern.test(message ?? "");
+  if (response.status !== status || message === undefined || !matches) {
     throw new Error(
       `expected ${status} ${pattern}, got ${response.status} ${JSON.stringify(body)}`,
     );
+  }
+}
+
+/**
+ * Asserts 404 `Resource Not Found` for `resource` looked up by `key`: `{ id: 3 }` reads
+ * `('id': 3)`, a string value is quoted: `{ uuid: "x" }` reads `('uuid': 'x')`.
+ */
+export async function expectNotFound(
+  response: Response,
+  resource: string,
+  key: Record<string, string | number>,
+) {
+  const [name, value] = Object.entries(key)[0]!;
+  const shown = typeof value === "string" ? `'${value}'` : value;
+  await expectConfdError(
+    response,
+    404,
+    `Resource Not Found - ${resource} was not found ('${name}': ${shown})`,
+  );
+}
+
+/** Asserts 403 naming the ACL the token lacks. */
+export async function expectMissingAcl(response: Response, acl: string) {
+  assert.equal(response.status, 403);
+  assert.deepEqual(await response.json(), [`Forbidden - missing ACL ${acl}`]);
+}
+
+/** A route for `expectAcls`: method, `/1.1` path, the ACL it needs, and the body it sends. */
+export type AclRoute = [method: string, path: string, acl: string, body?: unknown];
+
+/**
+ * One step per route, in order (so put deletions last): a web service token holding only
+ * `others` gets 403 naming the route's ACL, and one holding only that ACL gets a 2xx. The tokens
+ * are signed directly, sparing a password hash per route.
+ */
+export async function expectAcls(
+  t: Deno.TestContext,
+  ctx: TestContext,
+  routes: AclRoute[],
+  others = ["confd.contexts.#"],
+) {
+  const holding = async (acls: string[]) => {
+    const identity = { userId: "0", login: "acl-check", userType: "webservice" as const, acls };
+    return confdClient(ctx, (await ctx.services.tokens.issue(identity)).token);
+  };
+  const narrow = await holding(others);
+  for (const [method, path, acl, body] of routes) {
+    await t.step(`${method} ${path} needs ${acl}`, async () => {
+      await expectMissingAcl(await narrow.call(method, path, body), acl);
+      const allowed = await (await holding([acl])).call(method, path, body);
+      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
+      await allowed.body?.cancel();
+    });
   }
 }

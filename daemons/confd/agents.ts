@@ -11,10 +11,10 @@ import type { Services } from "../../lib/services.ts";
 import { agentPasswordHash, type AgentRecord, agents, buildAgent } from "../../lib/store/agents.ts";
 import { listQueues, membershipsOf, queuesOfAgent } from "../../lib/store/queues.ts";
 import { check, fields, pathId } from "./body.ts";
-import { inputError, notFound, resourceError } from "./errors.ts";
+import { getOr404, type Resource, resourceRoutes } from "./crud.ts";
+import { inputError, resourceError } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
 import { listItems } from "./list.ts";
-import { type FlexibleResource, flexibleResourceRoutes, integerIds } from "./queues.ts";
 
 export type AgentView = Omit<AgentRecord, "password_hash"> & {
   queues: { id: number; name: string; penalty: number }[];
@@ -36,12 +36,10 @@ const createSchema = z.object({
 
 const updateSchema = z.object({ number: z.unknown().optional(), ...editable });
 
-export const agentResource: FlexibleResource<AgentRecord, AgentView> = {
+export const agentResource: Resource<AgentRecord, AgentView> = {
   path: "/agents",
-  acl: "agents",
   label: "Agent",
   collection: agents,
-  ...integerIds(agents),
   fields: [
     "id",
     "number",
@@ -84,12 +82,12 @@ export function agentRoutes(services: Services) {
   const app = new Hono<AppEnv>();
   app.get("/agents/:id/queues", confdAcl(tokens, "confd.agents.{id}.queues.read"), async (c) => {
     const id = pathId(c, "Agent");
-    if (!await agents.get(store, id)) throw notFound("Agent", { id });
+    await getOr404(store, agents, "Agent", id);
     const memberships = await queuesOfAgent(store, id);
     return c.json(
       listItems(c, memberships, { fields: ["id", "name", "penalty"], search: ["name"] }),
     );
   });
-  app.route("/", flexibleResourceRoutes(services, agentResource));
+  app.route("/", resourceRoutes(services, agentResource));
   return app;
 }

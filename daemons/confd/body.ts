@@ -29,11 +29,16 @@ export function check<T extends z.ZodType>(schema: T, value: unknown): z.infer<T
   throw field ? inputError(field, issue.message) : badInput(issue.message);
 }
 
+/** The integer id a path value names, or null when it cannot name one. */
+export const integerId = (raw: string): number | null =>
+  /^\d{1,15}$/.test(raw) ? Number(raw) : null;
+
 /** The integer id of a path, or 404 for the resource when it is not one. */
 export function pathId(c: Context, resource: string, name = "id"): number {
   const raw = c.req.param(name) ?? "";
-  if (!/^\d{1,15}$/.test(raw)) throw notFound(resource, { [name]: raw });
-  return Number(raw);
+  const id = integerId(raw);
+  if (id === null) throw notFound(resource, { [name]: raw });
+  return id;
 }
 
 /** Reusable field schemas with the daemon's limits. */

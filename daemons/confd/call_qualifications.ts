@@ -70,7 +70,6 @@ function keptIds(current: SubQualification[], sent: SubQualificationInput[]) {
 
 export const callQualificationResource: Resource<CallQualificationRecord, CallQualificationView> = {
   path: "/call_qualifications",
-  acl: "call_qualifications",
   label: "CallQualification",
   collection: callQualifications,
   view: callQualificationView,

@@ -12,7 +12,8 @@ import {
   type CallbackPeriod,
 } from "../../lib/store/callback_lists.ts";
 import { check, fields } from "./body.ts";
-import { type FlexibleResource, flexibleResourceRoutes, touchQueue } from "./queues.ts";
+import { type Resource, resourceRoutes } from "./crud.ts";
+import { touchQueue } from "./queues.ts";
 
 export type CallbackListView = Omit<CallbackListRecord, "id">;
 
@@ -51,9 +52,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const complete = (list: z.infer<typeof periods> | undefined): CallbackPeriod[] | undefined =>
   list?.map((p) => ({ ...p, default: p.default ?? false }));
 
-export const callbackListResource: FlexibleResource<CallbackListRecord, CallbackListView> = {
+export const callbackListResource: Resource<CallbackListRecord, CallbackListView> = {
   path: "/callback_lists",
-  acl: "callback_lists",
   label: "CallbackList",
   collection: callbackLists,
   param: "uuid",
@@ -61,7 +61,7 @@ export const callbackListResource: FlexibleResource<CallbackListRecord, Callback
   newId: () => Promise.resolve(crypto.randomUUID()),
   fields: ["uuid", "name", "queue_id"],
   search: ["name"],
-  views: (_store, records) => Promise.resolve(records.map(({ id: _, ...list }) => list)),
+  view: ({ id: _, ...list }) => list,
   async create(tx, body, uuid) {
     const input = check(createSchema, body);
     await touchQueue(tx, input.queue_id, "queue_id");
@@ -75,5 +75,5 @@ export const callbackListResource: FlexibleResource<CallbackListRecord, Callback
 };
 
 export function callbackListRoutes(services: Services) {
-  return flexibleResourceRoutes(services, callbackListResource);
+  return resourceRoutes(services, callbackListResource);
 }

@@ -14,10 +14,10 @@ import {
 } from "../../lib/store/callpermissions.ts";
 import type { Transaction } from "../../lib/store/records.ts";
 import type { UserRecord } from "../../lib/store/users.ts";
-import { check, fields, pathId } from "./body.ts";
-import { type Resource, resourceRoutes } from "./crud.ts";
-import { associationHandler, listOf, readUser, withUsers } from "./entities.ts";
-import { describe, notFound, resourceError } from "./errors.ts";
+import { fields, pathId } from "./body.ts";
+import { bodyRecords, getOr404, loadOr404, type Resource, resourceRoutes } from "./crud.ts";
+import { associationHandler, listOf, userListHandler, withUsers } from "./entities.ts";
+import { describe, resourceError } from "./errors.ts";
 import { exten } from "./extensions.ts";
 import { confdAcl } from "./guard.ts";
 
@@ -40,24 +40,19 @@ export const callPermissionResource: Resource<
   ReturnType<typeof withUsers>
 > = {
   path: "/callpermissions",
-  acl: "callpermissions",
   label: LABEL,
   collection: callPermissions,
   view: withUsers,
   fields: ["id", "name", "password", "mode", "enabled", "description"],
   search: ["name", "description"],
-  create: (_tx, body, id) =>
-    Promise.resolve({
-      id,
-      password: null,
-      mode: "deny",
-      extensions: [],
-      enabled: true,
-      description: null,
-      user_ids: [],
-      ...check(schema, body),
-    }),
-  update: (_tx, current, body) => Promise.resolve({ ...current, ...check(schema.partial(), body) }),
+  ...bodyRecords(callPermissions, schema, {
+    password: null,
+    mode: "deny",
+    extensions: [],
+    enabled: true,
+    description: null,
+    user_ids: [],
+  }),
   beforeDelete(_tx, permission) {
     if (permission.user_ids.length) throw resourceError(`${LABEL} is associated with a User`);
     return Promise.resolve();
@@ -74,12 +69,8 @@ export function callPermissionRoutes(services: Services) {
   const acl = "confd.users.{id}.callpermissions.{callpermission_id}";
 
   /** The path's call permission, or 404. */
-  async function load(tx: Transaction, c: Context<AppEnv>) {
-    const id = pathId(c, LABEL, "callpermission_id");
-    const permission = await tx.get(callPermissions, id);
-    if (!permission) throw notFound(LABEL, { id });
-    return permission;
-  }
+  const load = (tx: Transaction, c: Context<AppEnv>) =>
+    loadOr404(tx, callPermissions, LABEL, pathId(c, LABEL, "callpermission_id"));
   const linked = (user: UserRecord, permission: CallPermissionRecord) =>
     user.callpermission_ids.includes(permission.id);
   const quoted = (user: UserRecord, permission: CallPermissionRecord) =>
@@ -89,10 +80,7 @@ export function callPermissionRoutes(services: Services) {
     .get(
       "/users/:id/callpermissions",
       confdAcl(tokens, "confd.users.{id}.callpermissions.read"),
-      async (c) => {
-        const user = await readUser(store, c.req.param("id"));
-        return c.json(listOf(user.callpermission_ids.map((id) => item(user.id, id))));
-      },
+      userListHandler(store, (user) => user.callpermission_ids.map((id) => item(user.id, id))),
     )
     .put(
       one,
@@ -125,8 +113,7 @@ export function callPermissionRoutes(services: Services) {
       confdAcl(tokens, "confd.callpermissions.{id}.users.read"),
       async (c) => {
         const id = pathId(c, LABEL);
-        const permission = await callPermissions.get(store, id);
-        if (!permission) throw notFound(LABEL, { id });
+        const permission = await getOr404(store, callPermissions, LABEL, id);
         return c.json(listOf(permission.user_ids.map((userId) => item(userId, id))));
       },
     );

@@ -46,7 +46,6 @@ const FIELDS = [
 
 export const contextResource: Resource<ContextRecord, ContextRecord> = {
   path: "/contexts",
-  acl: "contexts",
   label: "Context",
   collection: contexts,
   view: (context) => context,

@@ -2,48 +2,79 @@
  * The five routes most resources share — list, create, get, update, delete — built from one
  * description of the resource, with the conventions of decisions §10: POST 201 with `Location`,
  * GET 200, PUT 204 (partial update), DELETE 204, ACLs `confd.<acl>.read|create` and
- * `confd.<acl>.{id}.read|update|delete`.
+ * `confd.<acl>.{id}.read|update|delete`, where `<acl>` is the path with dots (`/endpoints/sip`:
+ * `endpoints.sip`). Ids are integers unless the resource says how to read and make them; views may
+ * read other records.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
-import {
-  type Collection,
-  transact,
-  type Transaction,
-  UniqueConflict,
-} from "../../lib/store/records.ts";
-import { pathId, readBody } from "./body.ts";
+import { type Collection, transact, Transaction, UniqueConflict } from "../../lib/store/records.ts";
+import type { Store } from "../../lib/store/store.ts";
+import { check, integerId, readBody } from "./body.ts";
 import { alreadyExists, type ConfdError, notFound } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
 import { listItems } from "./list.ts";
 
 type Item = Record<string, unknown>;
+type Id = number | string;
 
-export interface Resource<T extends { id: number }, V extends object> {
-  /** Path below `/1.1`, e.g. `/lines`. */
+/** How a resource names its records in paths and gives new ones an id. */
+interface Ids<I extends Id> {
+  /** The path parameter naming one record, e.g. `uuid`; default `id`. */
+  param?: string;
+  /** The id a path value names, or null when it cannot name one (404). */
+  parseId(raw: string): I | null;
+  /** The id of a record about to be created. */
+  newId(store: Store): Promise<I>;
+}
+
+/** How records are shown: one by one, or all at once when their views read other records. */
+type Views<T, V> =
+  | {
+    /** The API shape of a record (write-only and hidden fields left out). */
+    view(record: T): V;
+  }
+  | {
+    /** The API shapes of `records`, in order; may read other records. */
+    views(store: Store, records: T[]): Promise<V[]>;
+  };
+
+interface Description<T extends { id: Id }, C, U> {
+  /** Path below `/1.1`, e.g. `/lines`; the ACLs follow it. */
   path: string;
-  /** ACL word, e.g. `lines` for `confd.lines.read`. */
-  acl: string;
   /** Name in messages, e.g. `Line`. */
   label: string;
   collection: Collection<T>;
-  /** The API shape of a record (write-only fields left out). */
-  view(record: T): V;
   /** Fields of the view: what `order` and filters may name. */
   fields: readonly string[];
   /** Text fields that `search` looks in. */
   search: readonly string[];
-  /** Validates a POST body and builds the record; may read other records in `tx`. */
-  create(tx: Transaction, body: Item, id: number): Promise<T>;
-  /** Validates a PUT body and answers the changed record. */
-  update(tx: Transaction, current: T, body: Item): Promise<T>;
+  /**
+   * Checks POST and PUT bodies before an id is made or a record read, answering what `create` and
+   * `update` get; without it they get any JSON object and check it themselves.
+   */
+  bodies?: { create(body: Item): C; update(body: Item): U };
+  /** Builds the record from a POST body (checking it unless `bodies` did); may read in `tx`. */
+  create(tx: Transaction, body: C, id: T["id"]): Promise<T>;
+  /** Answers the record a PUT body changes (checking it unless `bodies` did). */
+  update(tx: Transaction, current: T, body: U): Promise<T>;
   /** Refuses (throws) when the record is still associated; may update other records. */
   beforeDelete?(tx: Transaction, current: T): Promise<void>;
   /** The error for a taken unique value; default `<label> already exists ('field': value)`. */
   conflict?(error: UniqueConflict): ConfdError;
 }
+
+/**
+ * A resource for {@link resourceRoutes}: `T` its record, `V` its view, `C` and `U` what `create`
+ * and `update` get (any JSON object unless `bodies` checks it first). Ids are integers 1, 2, 3…
+ * unless `parseId` and `newId` say otherwise, as ids that are not integers need.
+ */
+export type Resource<T extends { id: Id }, V extends object, C = Item, U = C> =
+  & Description<T, C, U>
+  & Views<T, V>
+  & Partial<Ids<T["id"]>>;
 
 const anyObject = z.looseObject({});
 
@@ -61,69 +92,135 @@ export async function withConflicts<R>(
   }
 }
 
+/** The record `id` of `collection`, read in `tx`, or 404 naming `label` (and `param`). */
+export async function loadOr404<T extends { id: Id }>(
+  tx: Transaction,
+  collection: Collection<T>,
+  label: string,
+  id: T["id"],
+  param = "id",
+): Promise<T> {
+  const record = await tx.get(collection, id);
+  if (!record) throw notFound(label, { [param]: id });
+  return record;
+}
+
+/** The record `id` of `collection`, read from `store`, or 404 naming `label` (and `param`). */
+export function getOr404<T extends { id: Id }>(
+  store: Store,
+  collection: Collection<T>,
+  label: string,
+  id: T["id"],
+  param = "id",
+): Promise<T> {
+  return loadOr404(new Transaction(store), collection, label, id, param);
+}
+
+/** The keys of `O` that cannot be undefined: the fields a body must give. */
+type RequiredKeys<O> = { [K in keyof O]-?: undefined extends O[K] ? never : K }[keyof O];
+
+/**
+ * `create` and `update` for records of `collection` that are their body: POST makes
+ * `{id, ...defaults, ...body}` from a body `schema` accepts, PUT changes the fields sent.
+ * `collection` only gives the record type; `defaults` must hold every field the body may omit.
+ *
+ * @example
+ * const writes = bodyRecords(labels, schema, { description: null });
+ */
+export function bodyRecords<T extends { id: number }, S extends z.ZodObject>(
+  _collection: Collection<T>,
+  schema: S,
+  defaults: Omit<T, "id" | RequiredKeys<z.output<S>>>,
+) {
+  const partial = schema.partial();
+  return {
+    create: (_tx: Transaction, body: Item, id: number) =>
+      Promise.resolve({ id, ...structuredClone(defaults), ...check(schema, body) } as T),
+    update: (_tx: Transaction, current: T, body: Item) =>
+      Promise.resolve({ ...current, ...check(partial, body) } as T),
+  };
+}
+
+/** The resource's ids, integers of its collection's sequence unless it says otherwise. */
+function idsOf<T extends { id: Id }>(
+  resource: Partial<Ids<T["id"]>> & { collection: Collection<T> },
+): Required<Ids<T["id"]>> {
+  return {
+    param: resource.param ?? "id",
+    parseId: resource.parseId ?? integerId,
+    newId: resource.newId ?? ((store) => resource.collection.nextId(store)),
+  } as Required<Ids<T["id"]>>;
+}
+
+/** The resource's `views`, or its `view` of each record. */
+function viewsOf<T, V>(resource: Views<T, V>): (store: Store, records: T[]) => Promise<V[]> {
+  if ("views" in resource) return (store, records) => resource.views(store, records);
+  return (_store, records) => Promise.resolve(records.map((record) => resource.view(record)));
+}
+
 /**
  * The routes of `resource`.
  *
  * @example
- * app.route("/", resourceRoutes(services, contexts));
+ * app.route("/", resourceRoutes(services, contextResource));
  */
-export function resourceRoutes<T extends { id: number }, V extends object>(
+export function resourceRoutes<T extends { id: Id }, V extends object, C, U>(
   services: Services,
-  resource: Resource<T, V>,
-) {
+  resource: Resource<T, V, C, U>,
+): Hono<AppEnv> {
   const { store, tokens } = services;
-  const { path, acl, label, collection } = resource;
-  const one = `${path}/:id`;
+  const { path, label, collection } = resource;
+  const { param, parseId, newId } = idsOf<T>(resource);
+  const views = viewsOf(resource);
+  const viewOf = async (record: T) => (await views(store, [record]))[0]!;
+  const acl = `confd.${path.slice(1).replaceAll("/", ".")}`;
+  const one = `${path}/:${param}`;
 
-  /** The record of the path's id, read in `tx`, or 404. */
-  async function load(tx: Transaction, id: number): Promise<T> {
-    const record = await tx.get(collection, id);
-    if (!record) throw notFound(label, { id });
-    return record;
-  }
+  /** The id of the path, or 404 when it cannot name a record. */
+  const idOf = (c: Context): T["id"] => {
+    const raw = c.req.param(param) ?? "";
+    const id = parseId(raw);
+    if (id === null) throw notFound(label, { [param]: raw });
+    return id;
+  };
 
   return new Hono<AppEnv>()
-    .get(path, confdAcl(tokens, `confd.${acl}.read`), async (c) => {
-      const records = await collection.all(store);
-      return c.json(
-        listItems(c, records.map(resource.view), {
-          fields: resource.fields,
-          search: resource.search,
-        }),
-      );
+    .get(path, confdAcl(tokens, `${acl}.read`), async (c) => {
+      const items = await views(store, await collection.all(store));
+      return c.json(listItems(c, items, { fields: resource.fields, search: resource.search }));
     })
-    .post(path, confdAcl(tokens, `confd.${acl}.create`), async (c) => {
+    .post(path, confdAcl(tokens, `${acl}.create`), async (c) => {
       const body = await readBody(c, anyObject);
-      const id = await collection.nextId(store);
+      const input = resource.bodies ? resource.bodies.create(body) : body as C;
+      const id = await newId(store);
       const record = await withConflicts(resource, () =>
         transact(store, async (tx) => {
-          const created = await resource.create(tx, body, id);
+          const created = await resource.create(tx, input, id);
           tx.put(collection, created);
           return created;
         }));
       c.header("Location", `/1.1${path}/${record.id}`);
-      return c.json(resource.view(record), 201);
+      return c.json(await viewOf(record), 201);
     })
-    .get(one, confdAcl(tokens, `confd.${acl}.{id}.read`), async (c) => {
-      const id = pathId(c, label);
-      const record = await collection.get(store, id);
-      if (!record) throw notFound(label, { id });
-      return c.json(resource.view(record));
+    .get(one, confdAcl(tokens, `${acl}.{${param}}.read`), async (c) => {
+      const record = await getOr404(store, collection, label, idOf(c), param);
+      return c.json(await viewOf(record));
     })
-    .put(one, confdAcl(tokens, `confd.${acl}.{id}.update`), async (c) => {
-      const id = pathId(c, label);
+    .put(one, confdAcl(tokens, `${acl}.{${param}}.update`), async (c) => {
+      const id = idOf(c);
       const body = await readBody(c, anyObject);
+      const input = resource.bodies ? resource.bodies.update(body) : body as U;
       await withConflicts(resource, () =>
         transact(store, async (tx) => {
-          const updated = await resource.update(tx, await load(tx, id), body);
-          tx.put(collection, { ...updated, id });
+          const current = await loadOr404(tx, collection, label, id, param);
+          tx.put(collection, { ...await resource.update(tx, current, input), id });
         }));
       return c.body(null, 204);
     })
-    .delete(one, confdAcl(tokens, `confd.${acl}.{id}.delete`), async (c) => {
-      const id = pathId(c, label);
+    .delete(one, confdAcl(tokens, `${acl}.{${param}}.delete`), async (c) => {
+      const id = idOf(c);
       await transact(store, async (tx) => {
-        const current = await load(tx, id);
+        const current = await loadOr404(tx, collection, label, id, param);
         await resource.beforeDelete?.(tx, current);
         tx.remove(collection, id);
       });

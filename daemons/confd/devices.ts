@@ -4,18 +4,14 @@
  * with lines cannot be deleted. The GET `associate_line`/`dissociate_line` routes were removed
  * (16.03) and answer 404.
  */
-import { Hono } from "hono";
 import { isIP } from "node:net";
 import { z } from "zod";
-import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { type DeviceRecord, devices, newDeviceId, normalizeMac } from "../../lib/store/devices.ts";
-import { transact, type Transaction } from "../../lib/store/records.ts";
-import { fields, readBody } from "./body.ts";
-import { withConflicts } from "./crud.ts";
+import type { Transaction } from "../../lib/store/records.ts";
+import { check, fields } from "./body.ts";
+import { type Resource, resourceRoutes } from "./crud.ts";
 import { notFound, resourceError } from "./errors.ts";
-import { confdAcl } from "./guard.ts";
-import { listItems } from "./list.ts";
 
 const text = fields.text;
 
@@ -38,12 +34,34 @@ const schema = z.object({
   options: z.record(z.string(), z.unknown()).optional(),
 });
 
+/** What a device id is: 32 lowercase hex characters. */
+const DEVICE_ID = /^[0-9a-f]{32}$/;
+
+const checkBody = (body: unknown) => check(schema, body);
+
 /** The API shape of a device: its lines as `[{id}]`. */
 export function deviceView({ line_ids, ...device }: DeviceRecord) {
   return { ...device, lines: line_ids.map((id) => ({ id })) };
 }
 
-const LIST = {
+/** The device of a path id, read in `tx`, or 404 (an id that cannot be one is not looked up). */
+export async function loadDevice(tx: Transaction, id: string): Promise<DeviceRecord> {
+  const device = DEVICE_ID.test(id) ? await tx.get(devices, id) : null;
+  if (!device) throw notFound("Device", { id });
+  return device;
+}
+
+export const deviceResource: Resource<
+  DeviceRecord,
+  ReturnType<typeof deviceView>,
+  z.infer<typeof schema>
+> = {
+  path: "/devices",
+  label: "Device",
+  collection: devices,
+  parseId: (raw) => DEVICE_ID.test(raw) ? raw : null,
+  newId: () => Promise.resolve(newDeviceId()),
+  view: deviceView,
   fields: [
     "id",
     "mac",
@@ -58,65 +76,32 @@ const LIST = {
     "status",
   ],
   search: ["mac", "ip", "sn", "vendor", "model", "version", "plugin", "description"],
+  bodies: { create: checkBody, update: checkBody },
+  create: (_tx, input, id) =>
+    Promise.resolve({
+      id,
+      mac: null,
+      ip: null,
+      sn: null,
+      vendor: null,
+      model: null,
+      version: null,
+      plugin: null,
+      description: null,
+      template_id: null,
+      status: "not_configured",
+      options: {},
+      line_ids: [],
+      ...input,
+    }),
+  update: (_tx, current, input) => Promise.resolve({ ...current, ...input }),
+  beforeDelete(_tx, device) {
+    if (device.line_ids.length) throw resourceError("Device is associated with a Line");
+    return Promise.resolve();
+  },
 };
 
-const LABEL = { label: "Device" };
-
-/** The device of a path id, read in `tx`, or 404 (an id that cannot be one is not looked up). */
-export async function loadDevice(tx: Transaction, id: string): Promise<DeviceRecord> {
-  const device = /^[0-9a-f]{32}$/.test(id) ? await tx.get(devices, id) : null;
-  if (!device) throw notFound("Device", { id });
-  return device;
-}
-
-export function deviceRoutes({ store, tokens }: Services) {
-  return new Hono<AppEnv>()
-    .get("/devices", confdAcl(tokens, "confd.devices.read"), async (c) => {
-      return c.json(listItems(c, (await devices.all(store)).map(deviceView), LIST));
-    })
-    .post("/devices", confdAcl(tokens, "confd.devices.create"), async (c) => {
-      const device: DeviceRecord = {
-        id: newDeviceId(),
-        mac: null,
-        ip: null,
-        sn: null,
-        vendor: null,
-        model: null,
-        version: null,
-        plugin: null,
-        description: null,
-        template_id: null,
-        status: "not_configured",
-        options: {},
-        line_ids: [],
-        ...await readBody(c, schema),
-      };
-      await withConflicts(
-        LABEL,
-        () => transact(store, (tx) => Promise.resolve(tx.put(devices, device))),
-      );
-      c.header("Location", `/1.1/devices/${device.id}`);
-      return c.json(deviceView(device), 201);
-    })
-    .get("/devices/:id", confdAcl(tokens, "confd.devices.{id}.read"), async (c) => {
-      const device = await transact(store, (tx) => loadDevice(tx, c.req.param("id")));
-      return c.json(deviceView(device));
-    })
-    .put("/devices/:id", confdAcl(tokens, "confd.devices.{id}.update"), async (c) => {
-      const input = await readBody(c, schema);
-      await withConflicts(LABEL, () =>
-        transact(store, async (tx) => {
-          const device = await loadDevice(tx, c.req.param("id"));
-          tx.put(devices, { ...device, ...input });
-        }));
-      return c.body(null, 204);
-    })
-    .delete("/devices/:id", confdAcl(tokens, "confd.devices.{id}.delete"), async (c) => {
-      await transact(store, async (tx) => {
-        const device = await loadDevice(tx, c.req.param("id"));
-        if (device.line_ids.length) throw resourceError("Device is associated with a Line");
-        tx.remove(devices, device.id);
-      });
-      return c.body(null, 204);
-    });
+/** The device CRUD routes. */
+export function deviceRoutes(services: Services) {
+  return resourceRoutes(services, deviceResource);
 }

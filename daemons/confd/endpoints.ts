@@ -13,16 +13,14 @@ import {
   type EndpointOption,
   type EndpointRecord,
   type EndpointType,
-  randomText,
   type SccpEndpointRecord,
   sccpEndpoints,
   type SipEndpointRecord,
   sipEndpoints,
-  unusedValue,
 } from "../../lib/store/endpoints.ts";
-import type { Transaction } from "../../lib/store/records.ts";
+import { randomText, type Transaction, unusedValue } from "../../lib/store/records.ts";
 import { check, fields } from "./body.ts";
-import { type Resource, resourceRoutes } from "./crud.ts";
+import { bodyRecords, type Resource, resourceRoutes } from "./crud.ts";
 import { inputError, resourceError } from "./errors.ts";
 
 /** Names of each endpoint type in messages, as the daemon this API follows spells them. */
@@ -106,7 +104,6 @@ function endpointResource<T extends EndpointRecord>(
   return {
     ...spec,
     path: `/endpoints/${type}`,
-    acl: `endpoints.${type}`,
     label,
     view: endpointView,
     beforeDelete(_tx: Transaction, endpoint: T) {
@@ -145,19 +142,14 @@ const sccpResource = endpointResource<SccpEndpointRecord>("sccp", {
   collection: sccpEndpoints,
   fields: ["id"],
   search: [],
-  create: (_tx, body, id) =>
-    Promise.resolve({ id, options: check(sccpSchema, body).options ?? [], line_id: null }),
-  update: (_tx, current, body) => Promise.resolve({ ...current, ...check(sccpSchema, body) }),
+  ...bodyRecords(sccpEndpoints, sccpSchema, { options: [], line_id: null }),
 });
 
 const customResource = endpointResource<CustomEndpointRecord>("custom", {
   collection: customEndpoints,
   fields: ["id", "interface", "enabled"],
   search: ["interface"],
-  create: (_tx, body, id) =>
-    Promise.resolve({ id, enabled: true, line_id: null, ...check(customSchema, body) }),
-  update: (_tx, current, body) =>
-    Promise.resolve({ ...current, ...check(customSchema.partial(), body) }),
+  ...bodyRecords(customEndpoints, customSchema, { enabled: true, line_id: null }),
 });
 
 /** CRUD routes of the three endpoint types. */

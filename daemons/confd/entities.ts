@@ -6,13 +6,13 @@ import type { Context } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
-import { entities, type EntityRecord, usersOfEntity } from "../../lib/store/entities.ts";
+import { entities, type EntityRecord } from "../../lib/store/entities.ts";
 import { transact, Transaction } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { type UserRecord, users } from "../../lib/store/users.ts";
-import { check, fields, pathId } from "./body.ts";
-import { type Resource, resourceRoutes } from "./crud.ts";
-import { notFound, resourceError } from "./errors.ts";
+import { fields, pathId } from "./body.ts";
+import { bodyRecords, loadOr404, type Resource, resourceRoutes } from "./crud.ts";
+import { resourceError } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
 import { loadUser } from "./users.ts";
 
@@ -45,6 +45,12 @@ export function associationHandler<T>(
 /** A list answer `{total, items}` holding every item. */
 export const listOf = <T>(items: T[]) => ({ total: items.length, items });
 
+/** A GET `/users/{id}/<things>` handler: `{total, items}` of the `items` of the path's user. */
+export function userListHandler<T>(store: Store, items: (user: UserRecord) => T[]) {
+  return async (c: Context<AppEnv>): Promise<Response> =>
+    c.json(listOf(items(await readUser(store, c.req.param("id")))));
+}
+
 /** The view of a record's `user_ids`: `users: [{id}]`. */
 export function withUsers<T extends { user_ids: number[] }>(record: T) {
   const { user_ids, ...rest } = record;
@@ -59,17 +65,15 @@ const schema = z.object({
 
 export const entityResource: Resource<EntityRecord, EntityRecord> = {
   path: "/entities",
-  acl: "entities",
   label: "Entity",
   collection: entities,
   view: (entity) => entity,
   fields: ["id", "name", "display_name", "description"],
   search: ["name", "display_name", "description"],
-  create: (_tx, body, id) =>
-    Promise.resolve({ id, display_name: null, description: null, ...check(schema, body) }),
-  update: (_tx, current, body) => Promise.resolve({ ...current, ...check(schema.partial(), body) }),
+  ...bodyRecords(entities, schema, { display_name: null, description: null }),
   async beforeDelete(tx, entity) {
-    if ((await usersOfEntity(tx.store, entity.id)).length) {
+    // read through the transaction: a user joining the entity meanwhile makes the delete rerun
+    if ((await tx.all(users)).some((user) => user.entity_id === entity.id)) {
       throw resourceError("Entity is associated with a User");
     }
   },
@@ -79,13 +83,14 @@ export const entityResource: Resource<EntityRecord, EntityRecord> = {
 export function entityRoutes(services: Services) {
   const { store, tokens } = services;
   return resourceRoutes(services, entityResource)
-    .get("/users/:id/entities", confdAcl(tokens, "confd.users.{id}.entities.read"), async (c) => {
-      const user = await readUser(store, c.req.param("id"));
-      const items = user.entity_id === null
-        ? []
-        : [{ user_id: user.id, entity_id: user.entity_id }];
-      return c.json(listOf(items));
-    })
+    .get(
+      "/users/:id/entities",
+      confdAcl(tokens, "confd.users.{id}.entities.read"),
+      userListHandler(
+        store,
+        ({ id, entity_id }) => entity_id === null ? [] : [{ user_id: id, entity_id }],
+      ),
+    )
     .put(
       "/users/:id/entities/:entity_id",
       confdAcl(tokens, "confd.users.{id}.entities.{entity_id}.update"),
@@ -93,7 +98,7 @@ export function entityRoutes(services: Services) {
         const entityId = pathId(c, "Entity", "entity_id");
         await transact(store, async (tx) => {
           const user = await loadUser(tx, c.req.param("id") ?? "");
-          if (!await tx.get(entities, entityId)) throw notFound("Entity", { id: entityId });
+          await loadOr404(tx, entities, "Entity", entityId);
           tx.put(users, { ...user, entity_id: entityId });
         });
         return c.body(null, 204);

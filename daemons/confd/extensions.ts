@@ -39,7 +39,6 @@ function view({ line_id, ...extension }: ExtensionRecord) {
 
 export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view>> = {
   path: "/extensions",
-  acl: "extensions",
   label: "Extension",
   collection: extensions,
   view,

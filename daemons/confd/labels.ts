@@ -2,8 +2,8 @@
 import { z } from "zod";
 import type { Services } from "../../lib/services.ts";
 import { type LabelRecord, labels } from "../../lib/store/labels.ts";
-import { check, fields } from "./body.ts";
-import { type Resource, resourceRoutes } from "./crud.ts";
+import { fields } from "./body.ts";
+import { bodyRecords, type Resource, resourceRoutes } from "./crud.ts";
 
 const schema = z.object({
   name: fields.name(128),
@@ -12,14 +12,12 @@ const schema = z.object({
 
 export const labelResource: Resource<LabelRecord, LabelRecord> = {
   path: "/labels",
-  acl: "labels",
   label: "Label",
   collection: labels,
   view: (label) => label,
   fields: ["id", "name", "description"],
   search: ["name", "description"],
-  create: (_tx, body, id) => Promise.resolve({ id, description: null, ...check(schema, body) }),
-  update: (_tx, current, body) => Promise.resolve({ ...current, ...check(schema.partial(), body) }),
+  ...bodyRecords(labels, schema, { description: null }),
 };
 
 /** The label CRUD routes. */

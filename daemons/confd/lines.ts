@@ -12,12 +12,10 @@ import { devices, deviceStatus } from "../../lib/store/devices.ts";
 import {
   ENDPOINT_TYPES,
   endpointCollection,
-  type EndpointRecord,
   type EndpointType,
   getEndpoint,
   type SipEndpointRecord,
   sipEndpoints,
-  unusedValue,
 } from "../../lib/store/endpoints.ts";
 import { type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
 import {
@@ -29,11 +27,16 @@ import {
   newLineName,
   newProvisioningCode,
 } from "../../lib/store/lines.ts";
-import { type Collection, transact, type Transaction } from "../../lib/store/records.ts";
+import {
+  type Collection,
+  transact,
+  type Transaction,
+  unusedValue,
+} from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { type UserRecord, users } from "../../lib/store/users.ts";
-import { fields, pathId, readBody } from "./body.ts";
-import { withConflicts } from "./crud.ts";
+import { check, fields, pathId } from "./body.ts";
+import { loadOr404, type Resource, resourceRoutes, withConflicts } from "./crud.ts";
 import { loadDevice } from "./devices.ts";
 import { ENDPOINT_LABELS, endpointView } from "./endpoints.ts";
 import { describe, notFound, resourceError } from "./errors.ts";
@@ -182,66 +185,69 @@ const already = (what: string, other: string, ids: Record<string, unknown>) =>
 const notAssociated = (what: string, other: string, ids: Record<string, unknown>) =>
   resourceError(`${what} is not associated with the ${other} ${describe(ids)}`);
 
-async function loadLine(tx: Transaction, id: number): Promise<LineRecord> {
-  const line = await tx.get(lines, id);
-  if (!line) throw notFound(LINE, { id });
-  return line;
-}
+const loadLine = (tx: Transaction, id: number) => loadOr404(tx, lines, LINE, id);
 
-async function loadEndpoint(
-  tx: Transaction,
-  type: EndpointType,
-  id: number,
-): Promise<EndpointRecord> {
-  const endpoint = await tx.get(endpointCollection(type), id);
-  if (!endpoint) throw notFound(ENDPOINT_LABELS[type], { id });
-  return endpoint;
-}
+const loadEndpoint = (tx: Transaction, type: EndpointType, id: number) =>
+  loadOr404(tx, endpointCollection(type), ENDPOINT_LABELS[type], id);
 
-async function loadExtension(tx: Transaction, id: number): Promise<ExtensionRecord> {
-  const extension = await tx.get(extensions, id);
-  if (!extension) throw notFound("Extension", { id });
-  return extension;
-}
+const loadExtension = (tx: Transaction, id: number) => loadOr404(tx, extensions, "Extension", id);
 
-export function lineRoutes({ store, tokens }: Services) {
+/** The line CRUD routes' resource; the body is checked before an id is made or a line read. */
+export const lineResource: Resource<
+  LineRecord,
+  ReturnType<typeof lineView>,
+  z.infer<typeof createSchema>,
+  z.infer<typeof updateSchema>
+> = {
+  path: "/lines",
+  label: LINE,
+  collection: lines,
+  views: lineViews,
+  ...LINE_LIST,
+  bodies: {
+    create: (body) => check(createSchema, body),
+    update: (body) => check(updateSchema, body),
+  },
+  async create(tx, input, id) {
+    await requireContext(tx, input.context);
+    return {
+      id,
+      name: await unusedValue(tx, lines, "name", newLineName),
+      protocol: null,
+      context: input.context,
+      position: input.position ?? 1,
+      provisioning_code: input.provisioning_code ??
+        await unusedValue(tx, lines, "provisioning_code", newProvisioningCode),
+      caller_id_name: input.caller_id_name ?? null,
+      caller_id_num: input.caller_id_num ?? null,
+      device_id: null,
+      endpoint: null,
+      extension_ids: [],
+      user_ids: [],
+    };
+  },
+  async update(tx, line, input) {
+    if (input.context !== undefined) await requireContext(tx, input.context);
+    return { ...line, ...input };
+  },
+  beforeDelete(_tx, line) {
+    const association = blockingAssociation(line);
+    if (association) throw resourceError(`Line is associated with a ${association}`);
+    return Promise.resolve();
+  },
+};
+
+export function lineRoutes(services: Services) {
+  const { store, tokens } = services;
   /** Runs `fn` as one transaction, a taken unique value answering `Line already exists`. */
   const commit = <R>(fn: (tx: Transaction) => Promise<R>) =>
     withConflicts({ label: LINE }, () => transact(store, fn));
   /** The line of the path's `id`. */
   const pathLine = (tx: Transaction, c: Context) => loadLine(tx, pathId(c, LINE));
-  const done = (c: Context) => c.body(null, 204);
+  /** The user of the path's `id` (an integer id or a uuid). */
+  const pathUser = (tx: Transaction, c: Context) => loadUser(tx, c.req.param("id") ?? "");
 
   const app = new Hono<AppEnv>()
-    .get("/lines", confdAcl(tokens, "confd.lines.read"), async (c) => {
-      return c.json(listItems(c, await lineViews(store, await lines.all(store)), LINE_LIST));
-    })
-    .post("/lines", confdAcl(tokens, "confd.lines.create"), async (c) => {
-      const input = await readBody(c, createSchema);
-      const id = await lines.nextId(store);
-      const line = await commit(async (tx) => {
-        await requireContext(tx, input.context);
-        const line: LineRecord = {
-          id,
-          name: await unusedValue(tx, lines, "name", newLineName),
-          protocol: null,
-          context: input.context,
-          position: input.position ?? 1,
-          provisioning_code: input.provisioning_code ??
-            await unusedValue(tx, lines, "provisioning_code", newProvisioningCode),
-          caller_id_name: input.caller_id_name ?? null,
-          caller_id_num: input.caller_id_num ?? null,
-          device_id: null,
-          endpoint: null,
-          extension_ids: [],
-          user_ids: [],
-        };
-        tx.put(lines, line);
-        return line;
-      });
-      c.header("Location", `/1.1/lines/${id}`);
-      return c.json((await lineViews(store, [line]))[0], 201);
-    })
     .get("/lines_sip", confdAcl(tokens, "confd.lines_sip.read"), async (c) => {
       const sipLines = (await lines.all(store)).filter((line) => line.endpoint?.type === "sip");
       const accounts = await byId(store, sipEndpoints, sipLines.map((line) => line.endpoint!.id));
@@ -252,28 +258,6 @@ export function lineRoutes({ store, tokens }: Services) {
       c.header("Deprecation", "true");
       return c.json(listItems(c, items, SIP_LINE_LIST));
     })
-    .get("/lines/:id", confdAcl(tokens, "confd.lines.{id}.read"), async (c) => {
-      const line = await transact(store, (tx) => pathLine(tx, c));
-      return c.json((await lineViews(store, [line]))[0]);
-    })
-    .put("/lines/:id", confdAcl(tokens, "confd.lines.{id}.update"), async (c) => {
-      const input = await readBody(c, updateSchema);
-      await commit(async (tx) => {
-        const line = await pathLine(tx, c);
-        if (input.context !== undefined) await requireContext(tx, input.context);
-        tx.put(lines, { ...line, ...input });
-      });
-      return done(c);
-    })
-    .delete("/lines/:id", confdAcl(tokens, "confd.lines.{id}.delete"), async (c) => {
-      await commit(async (tx) => {
-        const line = await pathLine(tx, c);
-        const association = blockingAssociation(line);
-        if (association) throw resourceError(`Line is associated with a ${association}`);
-        tx.remove(lines, line.id);
-      });
-      return done(c);
-    })
     .get("/lines/:id/users", confdAcl(tokens, "confd.lines.{id}.users.read"), async (c) => {
       const line = await transact(store, (tx) => pathLine(tx, c));
       const items = pick(line.user_ids, await byId(store, users, line.user_ids), (user) => ({
@@ -282,125 +266,19 @@ export function lineRoutes({ store, tokens }: Services) {
       }));
       return c.json(listItems(c, items, USER_LIST));
     })
-    .put(
-      "/lines/:id/devices/:device_id",
-      confdAcl(tokens, "confd.lines.{id}.devices.{device_id}.update"),
-      async (c) => {
-        await commit(async (tx) => {
-          const line = await pathLine(tx, c);
-          const device = await loadDevice(tx, c.req.param("device_id"));
-          if (line.device_id !== null) {
-            throw already(LINE, "Device", { line_id: line.id, device_id: device.id });
-          }
-          const lineIds = [...device.line_ids, line.id];
-          tx.put(lines, { ...line, device_id: device.id });
-          tx.put(devices, { ...device, line_ids: lineIds, status: deviceStatus(lineIds) });
-        });
-        return done(c);
-      },
-    )
-    .delete(
-      "/lines/:id/devices/:device_id",
-      confdAcl(tokens, "confd.lines.{id}.devices.{device_id}.delete"),
-      async (c) => {
-        await commit(async (tx) => {
-          const line = await pathLine(tx, c);
-          const device = await loadDevice(tx, c.req.param("device_id"));
-          if (line.device_id !== device.id) {
-            throw notAssociated(LINE, "Device", { line_id: line.id, device_id: device.id });
-          }
-          const lineIds = device.line_ids.filter((id) => id !== line.id);
-          tx.put(lines, { ...line, device_id: null });
-          tx.put(devices, { ...device, line_ids: lineIds, status: deviceStatus(lineIds) });
-        });
-        return done(c);
-      },
-    )
-    .put(
-      "/lines/:id/extensions/:extension_id",
-      confdAcl(tokens, "confd.lines.{id}.extensions.{extension_id}.update"),
-      async (c) => {
-        await commit(async (tx) => {
-          const line = await pathLine(tx, c);
-          const extension = await loadExtension(tx, pathId(c, "Extension", "extension_id"));
-          if (extension.line_id !== null) {
-            throw already("Extension", LINE, { extension_id: extension.id, line_id: line.id });
-          }
-          if (line.user_ids.length) await requireUserRange(tx, extension);
-          tx.put(lines, { ...line, extension_ids: [...line.extension_ids, extension.id] });
-          tx.put(extensions, { ...extension, line_id: line.id });
-        });
-        return done(c);
-      },
-    )
-    .delete(
-      "/lines/:id/extensions/:extension_id",
-      confdAcl(tokens, "confd.lines.{id}.extensions.{extension_id}.delete"),
-      async (c) => {
-        await commit(async (tx) => {
-          const line = await pathLine(tx, c);
-          const extension = await loadExtension(tx, pathId(c, "Extension", "extension_id"));
-          if (extension.line_id !== line.id) {
-            throw notAssociated(LINE, "Extension", {
-              line_id: line.id,
-              extension_id: extension.id,
-            });
-          }
-          const extensionIds = line.extension_ids.filter((id) => id !== extension.id);
-          tx.put(lines, { ...line, extension_ids: extensionIds });
-          tx.put(extensions, { ...extension, line_id: null });
-        });
-        return done(c);
-      },
-    )
     .get("/users/:id/lines", confdAcl(tokens, "confd.users.{id}.lines.read"), async (c) => {
-      const user = await transact(store, (tx) => loadUser(tx, c.req.param("id")));
+      const user = await transact(store, (tx) => pathUser(tx, c));
       const views = await lineViews(store, await linesOfUser(store, user));
       const items = views.map((view) => ({ ...view, main_line: view.id === user.line_ids[0] }));
       return c.json(
         listItems(c, items, { ...LINE_LIST, fields: [...LINE_LIST.fields, "main_line"] }),
       );
     })
-    .put(
-      "/users/:id/lines/:line_id",
-      confdAcl(tokens, "confd.users.{id}.lines.{line_id}.update"),
-      async (c) => {
-        await commit(async (tx) => {
-          const user = await loadUser(tx, c.req.param("id"));
-          const line = await loadLine(tx, pathId(c, LINE, "line_id"));
-          if (line.user_ids.includes(user.id)) {
-            throw already("User", LINE, { user_id: user.id, line_id: line.id });
-          }
-          for (const id of line.extension_ids) {
-            await requireUserRange(tx, await loadExtension(tx, id));
-          }
-          tx.put(users, { ...user, line_ids: [...user.line_ids, line.id] });
-          tx.put(lines, { ...line, user_ids: [...line.user_ids, user.id] });
-        });
-        return done(c);
-      },
-    )
-    .delete(
-      "/users/:id/lines/:line_id",
-      confdAcl(tokens, "confd.users.{id}.lines.{line_id}.delete"),
-      async (c) => {
-        await commit(async (tx) => {
-          const user = await loadUser(tx, c.req.param("id"));
-          const line = await loadLine(tx, pathId(c, LINE, "line_id"));
-          if (!line.user_ids.includes(user.id)) {
-            throw notAssociated("User", LINE, { user_id: user.id, line_id: line.id });
-          }
-          tx.put(users, { ...user, line_ids: user.line_ids.filter((id) => id !== line.id) });
-          tx.put(lines, { ...line, user_ids: line.user_ids.filter((id) => id !== user.id) });
-        });
-        return done(c);
-      },
-    )
     .get(
       "/users/:id/lines/main/associated/endpoints/sip",
       confdAcl(tokens, "confd.users.{id}.lines.main.associated.endpoints.sip.read"),
       async (c) => {
-        const user = await transact(store, (tx) => loadUser(tx, c.req.param("id")));
+        const user = await transact(store, (tx) => pathUser(tx, c));
         const line = await mainLine(store, user);
         if (!line) throw notFound(LINE, { user_uuid: user.uuid });
         const sip = line.endpoint?.type === "sip"
@@ -411,21 +289,105 @@ export function lineRoutes({ store, tokens }: Services) {
       },
     );
 
-  for (const type of ENDPOINT_TYPES) addEndpointRoutes(app, type);
+  addAssociationRoutes(
+    "/lines/:id/devices/:device_id",
+    "confd.lines.{id}.devices.{device_id}",
+    async (tx, c) => {
+      const line = await pathLine(tx, c);
+      const device = await loadDevice(tx, c.req.param("device_id") ?? "");
+      return { line, device, ids: { line_id: line.id, device_id: device.id } };
+    },
+    (tx, { line, device, ids }) => {
+      if (line.device_id !== null) throw already(LINE, "Device", ids);
+      const lineIds = [...device.line_ids, line.id];
+      tx.put(lines, { ...line, device_id: device.id });
+      tx.put(devices, { ...device, line_ids: lineIds, status: deviceStatus(lineIds) });
+    },
+    (tx, { line, device, ids }) => {
+      if (line.device_id !== device.id) throw notAssociated(LINE, "Device", ids);
+      const lineIds = device.line_ids.filter((id) => id !== line.id);
+      tx.put(lines, { ...line, device_id: null });
+      tx.put(devices, { ...device, line_ids: lineIds, status: deviceStatus(lineIds) });
+    },
+  );
+  addAssociationRoutes(
+    "/lines/:id/extensions/:extension_id",
+    "confd.lines.{id}.extensions.{extension_id}",
+    async (tx, c) => {
+      const line = await pathLine(tx, c);
+      const extension = await loadExtension(tx, pathId(c, "Extension", "extension_id"));
+      return { line, extension };
+    },
+    async (tx, { line, extension }) => {
+      if (extension.line_id !== null) {
+        throw already("Extension", LINE, { extension_id: extension.id, line_id: line.id });
+      }
+      if (line.user_ids.length) await requireUserRange(tx, extension);
+      tx.put(lines, { ...line, extension_ids: [...line.extension_ids, extension.id] });
+      tx.put(extensions, { ...extension, line_id: line.id });
+    },
+    (tx, { line, extension }) => {
+      if (extension.line_id !== line.id) {
+        throw notAssociated(LINE, "Extension", { line_id: line.id, extension_id: extension.id });
+      }
+      const extensionIds = line.extension_ids.filter((id) => id !== extension.id);
+      tx.put(lines, { ...line, extension_ids: extensionIds });
+      tx.put(extensions, { ...extension, line_id: null });
+    },
+  );
+  addAssociationRoutes(
+    "/users/:id/lines/:line_id",
+    "confd.users.{id}.lines.{line_id}",
+    async (tx, c) => {
+      const user = await pathUser(tx, c);
+      const line = await loadLine(tx, pathId(c, LINE, "line_id"));
+      return { user, line, ids: { user_id: user.id, line_id: line.id } };
+    },
+    async (tx, { user, line, ids }) => {
+      if (line.user_ids.includes(user.id)) throw already("User", LINE, ids);
+      for (const id of line.extension_ids) {
+        await requireUserRange(tx, await loadExtension(tx, id));
+      }
+      tx.put(users, { ...user, line_ids: [...user.line_ids, line.id] });
+      tx.put(lines, { ...line, user_ids: [...line.user_ids, user.id] });
+    },
+    (tx, { user, line, ids }) => {
+      if (!line.user_ids.includes(user.id)) throw notAssociated("User", LINE, ids);
+      tx.put(users, { ...user, line_ids: user.line_ids.filter((id) => id !== line.id) });
+      tx.put(lines, { ...line, user_ids: line.user_ids.filter((id) => id !== user.id) });
+    },
+  );
+  for (const type of ENDPOINT_TYPES) addEndpointRoutes(type);
+  app.route("/", resourceRoutes(services, lineResource));
   return app;
 
+  /**
+   * PUT (`link`) and DELETE (`unlink`) of `path`, ACLs `<acl>.update` and `<acl>.delete`: each
+   * reads what the path names with `load` and changes both sides in one transaction; 204.
+   */
+  function addAssociationRoutes<P>(
+    path: string,
+    acl: string,
+    load: (tx: Transaction, c: Context) => Promise<P>,
+    link: (tx: Transaction, pair: P) => Promise<void> | void,
+    unlink: (tx: Transaction, pair: P) => Promise<void> | void,
+  ) {
+    app.put(path, confdAcl(tokens, `${acl}.update`), async (c) => {
+      await commit(async (tx) => link(tx, await load(tx, c)));
+      return c.body(null, 204);
+    });
+    app.delete(path, confdAcl(tokens, `${acl}.delete`), async (c) => {
+      await commit(async (tx) => unlink(tx, await load(tx, c)));
+      return c.body(null, 204);
+    });
+  }
+
   /** The line ↔ endpoint routes of one endpoint type. */
-  function addEndpointRoutes(app: Hono<AppEnv>, type: EndpointType) {
+  function addEndpointRoutes(type: EndpointType) {
     const label = ENDPOINT_LABELS[type];
     const collection = endpointCollection(type);
     const base = `/lines/:id/endpoints/${type}`;
     const acl = `confd.lines.{id}.endpoints.${type}`;
-    /** The line and the endpoint of the path, read in `tx`. */
-    const both = async (tx: Transaction, c: Context) => {
-      const line = await pathLine(tx, c);
-      const endpoint = await loadEndpoint(tx, type, pathId(c, label, "endpoint_id"));
-      return { line, endpoint, ids: { line_id: line.id, endpoint_id: endpoint.id } };
-    };
 
     app.get(base, confdAcl(tokens, `${acl}.read`), async (c) => {
       const line = await transact(store, (tx) => pathLine(tx, c));
@@ -439,29 +401,26 @@ export function lineRoutes({ store, tokens }: Services) {
         endpoint: endpointView(endpoint),
       });
     });
-    app.put(`${base}/:endpoint_id`, confdAcl(tokens, `${acl}.{endpoint_id}.update`), async (c) => {
-      await commit(async (tx) => {
-        const { line, endpoint, ids } = await both(tx, c);
+    addAssociationRoutes(
+      `${base}/:endpoint_id`,
+      `${acl}.{endpoint_id}`,
+      async (tx, c) => {
+        const line = await pathLine(tx, c);
+        const endpoint = await loadEndpoint(tx, type, pathId(c, label, "endpoint_id"));
+        return { line, endpoint, ids: { line_id: line.id, endpoint_id: endpoint.id } };
+      },
+      (tx, { line, endpoint, ids }) => {
         if (line.endpoint) throw already(LINE, ENDPOINT_LABELS[line.endpoint.type], ids);
         if (endpoint.line_id !== null) throw already(label, LINE, ids);
         tx.put(lines, { ...line, protocol: type, endpoint: { type, id: endpoint.id } });
         tx.put(collection, { ...endpoint, line_id: line.id });
-      });
-      return done(c);
-    });
-    app.delete(
-      `${base}/:endpoint_id`,
-      confdAcl(tokens, `${acl}.{endpoint_id}.delete`),
-      async (c) => {
-        await commit(async (tx) => {
-          const { line, endpoint, ids } = await both(tx, c);
-          if (line.endpoint?.type !== type || line.endpoint.id !== endpoint.id) {
-            throw notAssociated(LINE, label, ids);
-          }
-          tx.put(lines, { ...line, protocol: null, endpoint: null });
-          tx.put(collection, { ...endpoint, line_id: null });
-        });
-        return done(c);
+      },
+      (tx, { line, endpoint, ids }) => {
+        if (line.endpoint?.type !== type || line.endpoint.id !== endpoint.id) {
+          throw notAssociated(LINE, label, ids);
+        }
+        tx.put(lines, { ...line, protocol: null, endpoint: null });
+        tx.put(collection, { ...endpoint, line_id: null });
       },
     );
     app.get(

@@ -3,9 +3,7 @@
  * body `{penalty}`) and the call qualifications they offer
  * (`GET /queues/{id}/call_qualifications`, `PUT|DELETE /queues/{id}/call_qualifications/{id}`).
  * A queue's `number`, when set, lies in a queue range of its context and is unique there; its
- * name never changes. Also holds what this area's resources share: {@link flexibleResourceRoutes}
- * (routes for resources whose view reads other records or whose ids are UUIDs) and
- * {@link loadOr404}.
+ * name never changes.
  */
 import { type Context, Hono } from "hono";
 import { z } from "zod";
@@ -25,142 +23,17 @@ import {
   withMember,
   withoutMember,
 } from "../../lib/store/queues.ts";
-import {
-  type Collection,
-  transact,
-  type Transaction,
-  type UniqueConflict,
-} from "../../lib/store/records.ts";
-import type { Store } from "../../lib/store/store.ts";
+import { transact, type Transaction } from "../../lib/store/records.ts";
 import { check, fields, pathId, readBody } from "./body.ts";
 import {
   CALL_QUALIFICATION_FIELDS,
   CALL_QUALIFICATION_SEARCH,
   callQualificationView,
 } from "./call_qualifications.ts";
-import { type Resource, resourceRoutes, withConflicts } from "./crud.ts";
-import { alreadyExists, type ConfdError, inputError, notFound, resourceError } from "./errors.ts";
+import { getOr404, loadOr404, type Resource, resourceRoutes } from "./crud.ts";
+import { alreadyExists, inputError, resourceError } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
 import { listItems } from "./list.ts";
-
-type Item = Record<string, unknown>;
-type Id = string | number;
-
-// --- shared by this area's resources (candidates for crud.ts) ---
-
-/** The record `id` of `collection`, read in `tx`, or 404 naming `label`. */
-export async function loadOr404<T extends { id: Id }>(
-  tx: Transaction,
-  collection: Collection<T>,
-  label: string,
-  id: T["id"],
-  param = "id",
-): Promise<T> {
-  const record = await tx.get(collection, id);
-  if (!record) throw notFound(label, { [param]: id });
-  return record;
-}
-
-/**
- * A resource the routes of crud.ts cannot serve because its view reads other records (an agent's
- * queues) or its ids are not integers (callback lists' UUIDs); otherwise the same conventions.
- */
-export interface FlexibleResource<T extends { id: Id }, V extends object> {
-  path: string;
-  acl: string;
-  label: string;
-  collection: Collection<T>;
-  fields: readonly string[];
-  search: readonly string[];
-  /** The path parameter naming one record, e.g. `uuid`. */
-  param: string;
-  /** The id a path value names, or null when it cannot name one (404). */
-  parseId(raw: string): T["id"] | null;
-  newId(store: Store): Promise<T["id"]>;
-  /** The API shapes of `records`, in order; may read other records. */
-  views(store: Store, records: T[]): Promise<V[]>;
-  create(tx: Transaction, body: Item, id: T["id"]): Promise<T>;
-  update(tx: Transaction, current: T, body: Item): Promise<T>;
-  beforeDelete?(tx: Transaction, current: T): Promise<void>;
-  conflict?(error: UniqueConflict): ConfdError;
-}
-
-/** Integer ids, 1, 2, 3…, for a {@link FlexibleResource}. */
-export const integerIds = <T extends { id: number }>(collection: Collection<T>) => ({
-  param: "id",
-  parseId: (raw: string) => /^\d{1,15}$/.test(raw) ? Number(raw) : null,
-  newId: (store: Store) => collection.nextId(store),
-});
-
-const anyObject = z.looseObject({});
-
-/**
- * List, create, get, update and delete routes of `resource`, as `resourceRoutes` of crud.ts
- * builds them.
- *
- * @example
- * app.route("/", flexibleResourceRoutes(services, callbackListResource));
- */
-export function flexibleResourceRoutes<T extends { id: Id }, V extends object>(
-  services: Services,
-  resource: FlexibleResource<T, V>,
-) {
-  const { store, tokens } = services;
-  const { path, acl, label, collection, param } = resource;
-  const one = `${path}/:${param}`;
-  const idOf = (c: Context): T["id"] => {
-    const raw = c.req.param(param) ?? "";
-    const id = resource.parseId(raw);
-    if (id === null) throw notFound(label, { [param]: raw });
-    return id;
-  };
-  const viewOf = async (record: T) => (await resource.views(store, [record]))[0]!;
-
-  return new Hono<AppEnv>()
-    .get(path, confdAcl(tokens, `confd.${acl}.read`), async (c) => {
-      const views = await resource.views(store, await collection.all(store));
-      return c.json(listItems(c, views, { fields: resource.fields, search: resource.search }));
-    })
-    .post(path, confdAcl(tokens, `confd.${acl}.create`), async (c) => {
-      const body = await readBody(c, anyObject);
-      const id = await resource.newId(store);
-      const record = await withConflicts(resource, () =>
-        transact(store, async (tx) => {
-          const created = await resource.create(tx, body, id);
-          tx.put(collection, created);
-          return created;
-        }));
-      c.header("Location", `/1.1${path}/${record.id}`);
-      return c.json(await viewOf(record), 201);
-    })
-    .get(one, confdAcl(tokens, `confd.${acl}.{${param}}.read`), async (c) => {
-      const id = idOf(c);
-      const record = await collection.get(store, id);
-      if (!record) throw notFound(label, { [param]: id });
-      return c.json(await viewOf(record));
-    })
-    .put(one, confdAcl(tokens, `confd.${acl}.{${param}}.update`), async (c) => {
-      const id = idOf(c);
-      const body = await readBody(c, anyObject);
-      await withConflicts(resource, () =>
-        transact(store, async (tx) => {
-          const current = await loadOr404(tx, collection, label, id, param);
-          tx.put(collection, { ...await resource.update(tx, current, body), id });
-        }));
-      return c.body(null, 204);
-    })
-    .delete(one, confdAcl(tokens, `confd.${acl}.{${param}}.delete`), async (c) => {
-      const id = idOf(c);
-      await transact(store, async (tx) => {
-        const current = await loadOr404(tx, collection, label, id, param);
-        await resource.beforeDelete?.(tx, current);
-        tx.remove(collection, id);
-      });
-      return c.body(null, 204);
-    });
-}
-
-// --- queues ---
 
 export type QueueView = Omit<QueueRecord, "members"> & {
   agents: { id: number; penalty: number }[];
@@ -213,7 +86,6 @@ export async function touchQueue(tx: Transaction, id: number, field: string): Pr
 
 export const queueResource: Resource<QueueRecord, QueueView> = {
   path: "/queues",
-  acl: "queues",
   label: "Queue",
   collection: queues,
   view: queueView,
@@ -298,7 +170,7 @@ function qualificationRoutes({ store, tokens }: Services) {
       confdAcl(tokens, "confd.queues.{id}.call_qualifications.read"),
       async (c) => {
         const id = pathId(c, "Queue");
-        if (!await queues.get(store, id)) throw notFound("Queue", { id });
+        await getOr404(store, queues, "Queue", id);
         const offered = await qualificationRecordsOfQueue(store, id);
         return c.json(
           listItems(c, offered.map(callQualificationView), {

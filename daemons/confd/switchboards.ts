@@ -11,9 +11,8 @@ import {
   switchboards,
 } from "../../lib/store/switchboards.ts";
 import { check, fields, pathId } from "./body.ts";
-import { type Resource, resourceRoutes } from "./crud.ts";
+import { bodyRecords, getOr404, type Resource, resourceRoutes } from "./crud.ts";
 import { listOf } from "./entities.ts";
-import { notFound } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
 
 const schema = z.object({ name: fields.name(128) });
@@ -27,14 +26,12 @@ const statsQuery = z.object({ from: day, until: day });
 
 export const switchboardResource: Resource<SwitchboardRecord, SwitchboardRecord> = {
   path: "/switchboards",
-  acl: "switchboards",
   label: "Switchboard",
   collection: switchboards,
   view: (switchboard) => switchboard,
   fields: ["id", "name"],
   search: ["name"],
-  create: (_tx, body, id) => Promise.resolve({ id, ...check(schema, body) }),
-  update: (_tx, current, body) => Promise.resolve({ ...current, ...check(schema.partial(), body) }),
+  ...bodyRecords(switchboards, schema, {}),
 };
 
 /** The switchboard CRUD routes and the stats route (`from`/`until` bound the days, included). */
@@ -47,7 +44,7 @@ export function switchboardRoutes(services: Services) {
       async (c) => {
         const id = pathId(c, "Switchboard");
         const range = check(statsQuery, c.req.query());
-        if (!await switchboards.get(store, id)) throw notFound("Switchboard", { id });
+        await getOr404(store, switchboards, "Switchboard", id);
         return c.json(listOf(dailyStats(await callsOfSwitchboard(store, id), range)));
       },
     );

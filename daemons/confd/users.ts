@@ -18,7 +18,7 @@ import {
   type UserRecord,
   users,
 } from "../../lib/store/users.ts";
-import { check, fields, readBody } from "./body.ts";
+import { fields, readBody } from "./body.ts";
 import { withConflicts } from "./crud.ts";
 import { inputError, notFound, resourceError } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
@@ -188,6 +188,12 @@ const forwardSchema = z.object({
   destination: text(128).optional(),
 });
 
+const forwardsSchema = z.object(
+  Object.fromEntries(FORWARD_KINDS.map((kind) => [kind, forwardSchema.optional()])),
+);
+
+const serviceSchema = z.object({ enabled: fields.boolean() });
+
 /** A forward after a change; an enabled forward needs a destination (decisions §10). */
 function changeForward(
   current: UserRecord["forwards"][ForwardKind],
@@ -231,7 +237,7 @@ export function userRoutes({ store, tokens }: Services) {
       return c.json(listItems(c, all, { fields: USER_FIELDS, search: SEARCHED, view: userView }));
     })
     .post("/users", confdAcl(tokens, "confd.users.create"), async (c) => {
-      const input = check(userCreateSchema, await readBody(c, z.looseObject({})));
+      const input = await readBody(c, userCreateSchema);
       const id = await users.nextId(store);
       const user = await buildUser(id, input);
       await withConflicts(
@@ -245,7 +251,7 @@ export function userRoutes({ store, tokens }: Services) {
       return c.json(userView(await readUser(c.req.param("id"))));
     })
     .put("/users/:id", confdAcl(tokens, "confd.users.{id}.update"), async (c) => {
-      const input = check(userUpdateSchema, await readBody(c, z.looseObject({})));
+      const input = await readBody(c, userUpdateSchema);
       await updateUser(c.req.param("id"), (user) => applyFields(user, input));
       return c.body(null, 204);
     })
@@ -274,10 +280,7 @@ export function userRoutes({ store, tokens }: Services) {
       confdAcl(tokens, "confd.users.{id}.services.{service}.update"),
       async (c) => {
         const service = serviceName(c.req.param("service"));
-        const { enabled } = check(
-          z.object({ enabled: fields.boolean() }),
-          await readBody(c, z.looseObject({})),
-        );
+        const { enabled } = await readBody(c, serviceSchema);
         await updateUser(c.req.param("id"), (user) => ({
           ...user,
           services: { ...user.services, [service]: { enabled } },
@@ -289,10 +292,9 @@ export function userRoutes({ store, tokens }: Services) {
       return c.json((await readUser(c.req.param("id"))).forwards);
     })
     .put("/users/:id/forwards", confdAcl(tokens, "confd.users.{id}.forwards.update"), async (c) => {
-      const input = check(
-        z.object(Object.fromEntries(FORWARD_KINDS.map((kind) => [kind, forwardSchema.optional()]))),
-        await readBody(c, z.looseObject({})),
-      ) as Partial<Record<ForwardKind, z.infer<typeof forwardSchema>>>;
+      const input = await readBody(c, forwardsSchema) as Partial<
+        Record<ForwardKind, z.infer<typeof forwardSchema>>
+      >;
       await updateUser(c.req.param("id"), (user) => {
         const forwards = { ...user.forwards };
         for (const kind of FORWARD_KINDS) {
@@ -316,7 +318,7 @@ export function userRoutes({ store, tokens }: Services) {
       confdAcl(tokens, "confd.users.{id}.forwards.{kind}.update"),
       async (c) => {
         const kind = forwardKind(c.req.param("kind"));
-        const input = check(forwardSchema, await readBody(c, z.looseObject({})));
+        const input = await readBody(c, forwardSchema);
         await updateUser(c.req.param("id"), (user) => ({
           ...user,
           forwards: { ...user.forwards, [kind]: changeForward(user.forwards[kind], input, kind) },

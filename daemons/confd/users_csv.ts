@@ -15,7 +15,6 @@ import { type BulkItem, bulkWrite, findBulkConflicts, reserveIds } from "../../l
 import { type CallPermissionRecord, callPermissions } from "../../lib/store/callpermissions.ts";
 import { contexts, inRanges } from "../../lib/store/contexts.ts";
 import {
-  randomText,
   type SccpEndpointRecord,
   sccpEndpoints,
   type SipEndpointRecord,
@@ -23,37 +22,19 @@ import {
 } from "../../lib/store/endpoints.ts";
 import { type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
 import { type LineRecord, lines, newLineName, newProvisioningCode } from "../../lib/store/lines.ts";
-import type { UniqueConflict } from "../../lib/store/records.ts";
+import { randomText, type UniqueConflict } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { buildUser, type UserRecord, users } from "../../lib/store/users.ts";
 import { type VoicemailRecord, voicemails } from "../../lib/store/voicemails.ts";
 import { ConfdError, describe } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
-import { userCreateSchema, userUpdateSchema } from "./users.ts";
+import { USER_FIELDS, userCreateSchema, userUpdateSchema } from "./users.ts";
 
-/** The user's own columns, in export order; `password` is write-only, so never exported. */
-const USER_COLUMNS = [
-  "uuid",
-  "firstname",
-  "lastname",
-  "email",
-  "username",
-  "password",
-  "caller_id",
-  "outgoing_caller_id",
-  "mobile_phone_number",
-  "language",
-  "timezone",
-  "description",
-  "userfield",
-  "line_type",
-  "enabled",
-  "call_permission_password",
-  "supervision_enabled",
-  "call_tranfer_enabled",
-  "ring_seconds",
-  "simultaneous_calls",
-] as const;
+/**
+ * The user's own columns: the fields of `/users` lists but `id`, in export order, and the
+ * write-only `password`, never exported.
+ */
+const USER_COLUMNS = [...USER_FIELDS.filter((field) => field !== "id"), "password"];
 
 const LINE_COLUMNS = ["line_protocol", "context", "exten", "sip_username", "sip_secret"] as const;
 

@@ -16,7 +16,7 @@ import {
 } from "../../lib/store/voicemails.ts";
 import { check, fields } from "./body.ts";
 import { type Resource, resourceRoutes } from "./crud.ts";
-import { associationHandler, listOf, readUser, withUsers } from "./entities.ts";
+import { associationHandler, userListHandler, withUsers } from "./entities.ts";
 import { alreadyExists, describe, inputError, resourceError } from "./errors.ts";
 import { requireContext } from "./extensions.ts";
 import { confdAcl } from "./guard.ts";
@@ -43,7 +43,6 @@ const schema = z.object({
 
 export const voicemailResource: Resource<VoicemailRecord, ReturnType<typeof withUsers>> = {
   path: "/voicemails",
-  acl: "voicemails",
   label: "Voicemail",
   collection: voicemails,
   view: withUsers,
@@ -118,11 +117,10 @@ export function voicemailRoutes(services: Services) {
     .get(
       "/users/:id/voicemails",
       confdAcl(tokens, "confd.users.{id}.voicemails.read"),
-      async (c) => {
-        const user = await readUser(store, c.req.param("id"));
-        const { id, voicemail_id } = user;
-        return c.json(listOf(voicemail_id === null ? [] : [{ user_id: id, voicemail_id }]));
-      },
+      userListHandler(
+        store,
+        ({ id, voicemail_id }) => voicemail_id === null ? [] : [{ user_id: id, voicemail_id }],
+      ),
     )
     .put(
       one,

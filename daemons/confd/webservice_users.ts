@@ -32,7 +32,6 @@ const updateSchema = createSchema.partial();
 
 export const webServiceUserResource: Resource<WebServiceUserRecord, WebServiceUserView> = {
   path: "/webservice_users",
-  acl: "webservice_users",
   label: "WebServiceUser",
   collection: webServiceUsers,
   view: ({ password_hash: _, ...user }) => user,

@@ -4,7 +4,7 @@
  * the telephony simulator find agents here by id or by number.
  */
 import { hashPassword } from "../auth/passwords.ts";
-import { Collection, transact } from "./records.ts";
+import { Collection } from "./records.ts";
 import type { Store } from "./store.ts";
 
 export interface AgentRecord {
@@ -54,9 +54,7 @@ export async function buildAgent(id: number, input: NewAgent): Promise<AgentReco
  * const agent = await createAgent(store, { number: "8000", firstname: "Alice" });
  */
 export async function createAgent(store: Store, input: NewAgent): Promise<AgentRecord> {
-  const agent = await buildAgent(await agents.nextId(store), input);
-  await transact(store, (tx) => Promise.resolve(tx.put(agents, agent)));
-  return agent;
+  return await agents.put(store, await buildAgent(await agents.nextId(store), input));
 }
 
 export const getAgent = (store: Store, id: number) => agents.get(store, id);

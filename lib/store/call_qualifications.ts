@@ -5,7 +5,7 @@
  * Sub-qualification ids come from one global sequence, so an id names one sub-qualification
  * whatever its qualification.
  */
-import { Collection, nextId, transact } from "./records.ts";
+import { Collection, nextId } from "./records.ts";
 import type { Store } from "./store.ts";
 
 export interface SubQualification {
@@ -71,9 +71,8 @@ export async function createCallQualification(
   store: Store,
   input: NewCallQualification,
 ): Promise<CallQualificationRecord> {
-  const record = await buildCallQualification(store, await callQualifications.nextId(store), input);
-  await transact(store, (tx) => Promise.resolve(tx.put(callQualifications, record)));
-  return record;
+  const id = await callQualifications.nextId(store);
+  return await callQualifications.put(store, await buildCallQualification(store, id, input));
 }
 
 export const getCallQualification = (store: Store, id: number) => callQualifications.get(store, id);

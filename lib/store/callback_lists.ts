@@ -3,7 +3,7 @@
  * for one queue, with the periods its callback requests are due in. Lists are addressed by UUID;
  * the 2.0 API's import finds a request's period with {@link periodOf}.
  */
-import { Collection, transact } from "./records.ts";
+import { Collection } from "./records.ts";
 import type { Store } from "./store.ts";
 
 export interface CallbackPeriod {
@@ -60,9 +60,7 @@ export async function createCallbackList(
   store: Store,
   input: NewCallbackList,
 ): Promise<CallbackListRecord> {
-  const list = buildCallbackList(input);
-  await transact(store, (tx) => Promise.resolve(tx.put(callbackLists, list)));
-  return list;
+  return await callbackLists.put(store, buildCallbackList(input));
 }
 
 export const getCallbackList = (store: Store, uuid: string) => callbackLists.get(store, uuid);

@@ -3,7 +3,7 @@
  * custom interface (`dahdi/i1/1234`). An endpoint serves one line at most (`line_id`); the line
  * keeps the other side (`lines.endpoint`), and both change in one transaction.
  */
-import { Collection, type Transaction } from "./records.ts";
+import { Collection } from "./records.ts";
 import type { Store } from "./store.ts";
 
 export type EndpointType = "sip" | "sccp" | "custom";
@@ -65,30 +65,5 @@ export const getEndpoint = (store: Store, type: EndpointType, id: number) =>
 export const findSipEndpointByUsername = (store: Store, username: string) =>
   sipEndpoints.findBy(store, "username", username);
 
-const LOWER_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789";
-
-/** `length` random characters of `alphabet` (lowercase letters and digits by default). */
-export function randomText(length: number, alphabet = LOWER_ALNUM): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(length));
-  return Array.from(bytes, (byte) => alphabet[byte % alphabet.length]).join("");
-}
-
-/**
- * A generated value for a unique field that no record of `collection` holds, read in `tx` so the
- * commit fails (and the transaction runs again) if another record takes it meanwhile.
- *
- * @example
- * const username = await unusedValue(tx, sipEndpoints, "username", () => randomText(8));
- */
-export async function unusedValue<T extends { id: number | string }>(
-  tx: Transaction,
-  collection: Collection<T>,
-  field: string,
-  generate: () => string,
-): Promise<string> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    const value = generate();
-    if (!await tx.findBy(collection, field, value)) return value;
-  }
-  throw new Error(`no free ${collection.name} ${field} found`);
-}
+/** Re-exported for `lib/demo.ts`, which imports it from here; it lives in `records.ts`. */
+export { randomText } from "./records.ts";

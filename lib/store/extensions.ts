@@ -38,11 +38,3 @@ export const getExtension = (store: Store, id: number) => extensions.get(store, 
  */
 export const findExtension = (store: Store, exten: string, context: string) =>
   extensions.findBy(store, "exten", [context, exten]);
-
-/** The extensions of a context (a context that has some cannot be deleted). */
-export async function extensionsInContext(
-  store: Store,
-  context: string,
-): Promise<ExtensionRecord[]> {
-  return (await extensions.all(store)).filter((extension) => extension.context === context);
-}

@@ -8,10 +8,9 @@ import {
   type EndpointRecord,
   type EndpointType,
   getEndpoint,
-  randomText,
   type SipEndpointRecord,
 } from "./endpoints.ts";
-import { Collection } from "./records.ts";
+import { Collection, randomText } from "./records.ts";
 import type { Store } from "./store.ts";
 import type { UserRecord } from "./users.ts";
 
@@ -91,9 +90,4 @@ export async function lineInterface(store: Store, line: LineRecord): Promise<str
   if ("interface" in endpoint) return endpoint.interface;
   if ("username" in endpoint) return `SIP/${endpoint.username}`;
   return `SCCP/${line.name}`;
-}
-
-/** The lines of a context (a context that has some should not be deleted). */
-export async function linesInContext(store: Store, context: string): Promise<LineRecord[]> {
-  return (await lines.all(store)).filter((line) => line.context === context);
 }

@@ -3,7 +3,7 @@
  * (`members`, with their penalty); `number`, when set, is unique within the queue's context, so
  * the telephony simulator can find the queue a dialled number reaches.
  */
-import { Collection, transact } from "./records.ts";
+import { Collection } from "./records.ts";
 import type { Store } from "./store.ts";
 
 export interface QueueMember {
@@ -55,9 +55,7 @@ export function buildQueue(id: number, input: NewQueue): QueueRecord {
  * await createQueue(store, { name: "sales", number: "3000", members: [{ agent_id: 1, penalty: 0 }] });
  */
 export async function createQueue(store: Store, input: NewQueue): Promise<QueueRecord> {
-  const queue = buildQueue(await queues.nextId(store), input);
-  await transact(store, (tx) => Promise.resolve(tx.put(queues, queue)));
-  return queue;
+  return await queues.put(store, buildQueue(await queues.nextId(store), input));
 }
 
 /** `queue` with `agentId` as a member of `penalty` (its penalty changed when it already is one). */
@@ -96,9 +94,4 @@ export function membershipsOf(
 /** The queues `agentId` is a member of, with its penalty in each, in queue id order. */
 export async function queuesOfAgent(store: Store, agentId: number) {
   return membershipsOf(await listQueues(store), agentId);
-}
-
-/** The queues of the context named `context` (a context in use should not be deleted). */
-export async function queuesInContext(store: Store, context: string): Promise<QueueRecord[]> {
-  return (await listQueues(store)).filter((queue) => queue.context === context);
 }

@@ -85,6 +85,15 @@ export class Collection<T extends { id: IndexValue }> {
     return records;
   }
 
+  /**
+   * Creates or replaces `record` in a transaction of its own; throws `UniqueConflict` when one of
+   * its unique values is taken.
+   */
+  async put(store: Store, record: T): Promise<T> {
+    await transact(store, (tx) => Promise.resolve(tx.put(this, record)));
+    return record;
+  }
+
   /** The next integer id (1, 2, 3, …), safe across processes sharing the store. */
   nextId(store: Store): Promise<number> {
     return nextId(store, this.name);
@@ -248,4 +257,32 @@ export async function transact<R>(store: Store, fn: (tx: Transaction) => Promise
     if (await tx.commit()) return result;
   }
   throw new Error("transaction abandoned: the records kept changing");
+}
+
+const LOWER_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789";
+
+/** `length` random characters of `alphabet` (lowercase letters and digits by default). */
+export function randomText(length: number, alphabet = LOWER_ALNUM): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(length));
+  return Array.from(bytes, (byte) => alphabet[byte % alphabet.length]).join("");
+}
+
+/**
+ * A generated value for a unique field that no record of `collection` holds, read in `tx` so the
+ * commit fails (and the transaction runs again) if another record takes it meanwhile.
+ *
+ * @example
+ * const username = await unusedValue(tx, sipEndpoints, "username", () => randomText(8));
+ */
+export async function unusedValue<T extends { id: IndexValue }>(
+  tx: Transaction,
+  collection: Collection<T>,
+  field: string,
+  generate: () => string,
+): Promise<string> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const value = generate();
+    if (!await tx.findBy(collection, field, value)) return value;
+  }
+  throw new Error(`no free ${collection.name} ${field} found`);
 }

@@ -3,7 +3,7 @@
  * takes with {@link recordSwitchboardCall} (again whenever the call changes), and
  * `/1.1/switchboards/{id}/stats` reads per-day figures from those records.
  */
-import { Collection, transact } from "./records.ts";
+import { Collection } from "./records.ts";
 import type { Store } from "./store.ts";
 
 export interface SwitchboardRecord {
@@ -58,7 +58,7 @@ export async function recordSwitchboardCall(
   store: Store,
   record: SwitchboardCallRecord,
 ): Promise<void> {
-  await transact(store, (tx) => Promise.resolve(tx.put(switchboardCalls, { ...record })));
+  await switchboardCalls.put(store, { ...record });
 }
 
 /** The call records of switchboard `id`. */

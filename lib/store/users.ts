@@ -104,9 +104,7 @@ export async function buildUser(id: number, input: NewUser): Promise<UserRecord>
  * const alice = await createUser(store, { firstname: "Alice", username: "alice", password: "pw" });
  */
 export async function createUser(store: Store, input: NewUser): Promise<UserRecord> {
-  const user = await buildUser(await users.nextId(store), input);
-  await transact(store, (tx) => Promise.resolve(tx.put(users, user)));
-  return user;
+  return await users.put(store, await buildUser(await users.nextId(store), input));
 }
 
 export const getUser = (store: Store, id: number) => users.get(store, id);

@@ -41,14 +41,6 @@ export const getVoicemail = (store: Store, id: number) => voicemails.get(store, 
 export const findVoicemail = (store: Store, number: string, context: string) =>
   voicemails.findBy(store, "number", [context, number]);
 
-/** The voicemails of a context (a context that has some cannot be deleted). */
-export async function voicemailsInContext(
-  store: Store,
-  context: string,
-): Promise<VoicemailRecord[]> {
-  return (await voicemails.all(store)).filter((voicemail) => voicemail.context === context);
-}
-
 /** Writes both sides of user → voicemail in `tx`; the caller checked the user has none. */
 export function linkUserVoicemail(tx: Transaction, user: UserRecord, voicemail: VoicemailRecord) {
   tx.put(users, { ...user, voicemail_id: voicemail.id });

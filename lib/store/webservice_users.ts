@@ -35,9 +35,8 @@ export async function createWebServiceUser(
   store: Store,
   input: NewWebServiceUser,
 ): Promise<WebServiceUserRecord> {
-  const user = await buildWebServiceUser(await webServiceUsers.nextId(store), input);
-  await transact(store, (tx) => Promise.resolve(tx.put(webServiceUsers, user)));
-  return user;
+  const id = await webServiceUsers.nextId(store);
+  return await webServiceUsers.put(store, await buildWebServiceUser(id, input));
 }
 
 /** A complete record: the password hashed, the name the login when not given. */

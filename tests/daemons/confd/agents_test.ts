@@ -1,24 +1,20 @@
 import assert from "node:assert/strict";
 import { verifyPassword } from "../../../lib/auth/passwords.ts";
 import { getAgent } from "../../../lib/store/agents.ts";
-import { confd, expectConfdError, setup, type TestContext } from "../../helpers.ts";
+import { expectAcls, expectConfdError, setupConfd } from "../../helpers.ts";
 
 Deno.test("/1.1/agents: create, get, list, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   let id = 0;
 
   await t.step("POST answers 201 with Location and nulls for what was not sent", async () => {
-    const response = await api.post("/agents", {
+    const body = await api.create("/agents", {
       number: "8000",
       firstname: "Alice",
       password: "1234",
       ignored: true,
     });
-    assert.equal(response.status, 201);
-    const body = await response.json();
     id = body.id;
-    assert.equal(response.headers.get("location"), `/1.1/agents/${id}`);
     assert.deepEqual(body, {
       id,
       number: "8000",
@@ -36,9 +32,10 @@ Deno.test("/1.1/agents: create, get, list, update, delete", async (t) => {
   await t.step("GET by id and the list", async () => {
     assert.equal((await (await api.get(`/agents/${id}`)).json()).number, "8000");
     assert.equal((await api.post("/agents", { number: "8001", lastname: "Bob" })).status, 201);
-    const list = await (await api.get("/agents?search=bob")).json();
-    assert.equal(list.total, 1);
-    assert.equal(list.items[0].number, "8001");
+    assert.deepEqual(await api.list("/agents?search=bob", "number"), {
+      total: 1,
+      values: ["8001"],
+    });
   });
 
   await t.step("PUT changes what it sends; the same number is accepted", async () => {
@@ -85,30 +82,22 @@ Deno.test("/1.1/agents: create, get, list, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then the agent is gone", async () => {
-    assert.equal((await api.delete(`/agents/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/agents/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - Agent was not found \\('id': ${id}\\)$`),
-    );
+    await api.expectDeleted("/agents", "Agent", { id });
   });
 });
 
 Deno.test("/1.1/agents: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   assert.equal((await api.post("/agents", { number: "8000" })).status, 201);
 
   await t.step("unknown or malformed ids: 404", async () => {
-    await expectConfdError(await api.get("/agents/999"), 404, /Agent was not found \('id': 999\)/);
-    await expectConfdError(await api.get("/agents/abc"), 404, /\('id': 'abc'\)/);
-    await expectConfdError(await api.put("/agents/999", {}), 404, /Agent was not found/);
-    await expectConfdError(await api.delete("/agents/999"), 404, /Agent was not found/);
+    await api.expectUnknownId("/agents", "Agent", { id: 999 });
+    await api.expectUnknownId("/agents", "Agent", { id: "abc" });
     await expectConfdError(await api.get("/agents/999/queues"), 404, /Agent was not found/);
   });
 
   await t.step("invalid fields: 400 naming the field", async () => {
-    const cases: [unknown, RegExp][] = [
+    await api.expectInvalid("POST", "/agents", [
       [{}, /^Input Error - field 'number': /],
       [{ number: "" }, /field 'number': Must be 1 to 40 digits/],
       [{ number: "12a" }, /field 'number'/],
@@ -118,12 +107,9 @@ Deno.test("/1.1/agents: every error", async (t) => {
       [{ number: "8002", language: "x".repeat(21) }, /field 'language'/],
       [{ number: "8002", preprocess_subroutine: "x".repeat(40) }, /field 'preprocess_subroutine'/],
       [{ number: "8002", password: "p".repeat(129) }, /field 'password'/],
-    ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/agents", body), 400, pattern);
-    }
+    ]);
     await expectConfdError(await api.put("/agents/1", { firstname: 1 }), 400, /field 'firstname'/);
-    await expectConfdError(await api.post("/agents", "{no"), 400, /not valid JSON/);
+    await api.expectJsonObjectBody("POST", "/agents");
   });
 
   await t.step("a taken number: 400 Resource Error", async () => {
@@ -144,8 +130,7 @@ Deno.test("/1.1/agents: every error", async (t) => {
 });
 
 Deno.test("/1.1/agents: ACLs", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   assert.equal((await api.post("/agents", { number: "8000" })).status, 201);
   await expectAcls(t, ctx, [
     ["GET", "/agents", "confd.agents.read"],
@@ -156,22 +141,3 @@ Deno.test("/1.1/agents: ACLs", async (t) => {
     ["DELETE", "/agents/1", "confd.agents.1.delete"],
   ]);
 });
-
-/** Each route refuses a token without its ACL (403 naming it) and accepts one with only it. */
-async function expectAcls(
-  t: Deno.TestContext,
-  ctx: TestContext,
-  routes: [string, string, string, unknown?][],
-) {
-  const narrow = await confd(ctx, ["confd.nothing.read"]);
-  for (const [method, path, acl, body] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const allowed = await (await confd(ctx, [acl])).call(method, path, body);
-      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
-      await allowed.body?.cancel();
-    });
-  }
-}

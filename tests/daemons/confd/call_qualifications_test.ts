@@ -5,22 +5,18 @@ import {
   qualificationsOfQueue,
 } from "../../../lib/store/call_qualifications.ts";
 import { createQueue } from "../../../lib/store/queues.ts";
-import { confd, expectConfdError, setup, type TestContext } from "../../helpers.ts";
+import { expectAcls, expectConfdError, setup, setupConfd } from "../../helpers.ts";
 
 Deno.test("/1.1/call_qualifications: create, get, list, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   let id = 0;
 
   await t.step("POST numbers the sub-qualifications from one sequence", async () => {
-    const response = await api.post("/call_qualifications", {
+    const body = await api.create("/call_qualifications", {
       name: "Sale",
       sub_qualifications: [{ name: "Won" }, { id: 77, name: "Lost" }],
     });
-    assert.equal(response.status, 201);
-    const body = await response.json();
     id = body.id;
-    assert.equal(response.headers.get("location"), `/1.1/call_qualifications/${id}`);
     assert.deepEqual(body, {
       id,
       name: "Sale",
@@ -38,8 +34,7 @@ Deno.test("/1.1/call_qualifications: create, get, list, update, delete", async (
 
   await t.step("GET by id and the list", async () => {
     assert.equal((await (await api.get(`/call_qualifications/${id}`)).json()).name, "Sale");
-    const list = await (await api.get("/call_qualifications?search=supp")).json();
-    assert.deepEqual(list.items.map((q: { name: string }) => q.name), ["Support"]);
+    assert.deepEqual((await api.list("/call_qualifications?search=supp")).values, ["Support"]);
   });
 
   await t.step("PUT keeps sent ids, numbers new entries, drops the others", async () => {
@@ -88,12 +83,7 @@ Deno.test("/1.1/call_qualifications: create, get, list, update, delete", async (
   });
 
   await t.step("DELETE answers 204, then it is gone", async () => {
-    assert.equal((await api.delete(`/call_qualifications/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/call_qualifications/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - CallQualification was not found \\('id': ${id}\\)$`),
-    );
+    await api.expectDeleted("/call_qualifications", "CallQualification", { id });
   });
 });
 
@@ -114,20 +104,17 @@ Deno.test("createCallQualification: the demo's way in", async () => {
 });
 
 Deno.test("/1.1/call_qualifications: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   await api.post("/call_qualifications", { name: "A", sub_qualifications: [{ name: "a" }] });
   await api.post("/call_qualifications", { name: "B", sub_qualifications: [{ name: "b" }] });
 
   await t.step("unknown or malformed ids: 404", async () => {
-    await expectConfdError(await api.get("/call_qualifications/99"), 404, /CallQualification/);
-    await expectConfdError(await api.get("/call_qualifications/x"), 404, /\('id': 'x'\)/);
-    await expectConfdError(await api.put("/call_qualifications/99", {}), 404, /not found/);
-    await expectConfdError(await api.delete("/call_qualifications/99"), 404, /not found/);
+    await api.expectUnknownId("/call_qualifications", "CallQualification", { id: 99 });
+    await api.expectUnknownId("/call_qualifications", "CallQualification", { id: "x" });
   });
 
   await t.step("invalid fields: 400 naming the field", async () => {
-    const cases: [unknown, RegExp][] = [
+    await api.expectInvalid("POST", "/call_qualifications", [
       [{}, /^Input Error - field 'name': /],
       [{ name: "" }, /field 'name': Shorter than/],
       [{ name: "n".repeat(129) }, /field 'name': Longer than/],
@@ -135,10 +122,7 @@ Deno.test("/1.1/call_qualifications: every error", async (t) => {
       [{ name: "x", sub_qualifications: [{}] }, /field 'sub_qualifications.0.name'/],
       [{ name: "x", sub_qualifications: [{ name: "" }] }, /field 'sub_qualifications.0.name'/],
       [{ name: "x", sub_qualifications: [{ id: "1", name: "a" }] }, /'sub_qualifications.0.id'/],
-    ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/call_qualifications", body), 400, pattern);
-    }
+    ]);
   });
 
   await t.step("a PUT naming another qualification's or a repeated sub id: 400", async () => {
@@ -158,8 +142,7 @@ Deno.test("/1.1/call_qualifications: every error", async (t) => {
 });
 
 Deno.test("/1.1/call_qualifications: ACLs", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   assert.equal((await api.post("/call_qualifications", { name: "A" })).status, 201);
   await expectAcls(t, ctx, [
     ["GET", "/call_qualifications", "confd.call_qualifications.read"],
@@ -169,22 +152,3 @@ Deno.test("/1.1/call_qualifications: ACLs", async (t) => {
     ["DELETE", "/call_qualifications/1", "confd.call_qualifications.1.delete"],
   ]);
 });
-
-/** Each route refuses a token without its ACL (403 naming it) and accepts one with only it. */
-async function expectAcls(
-  t: Deno.TestContext,
-  ctx: TestContext,
-  routes: [string, string, string, unknown?][],
-) {
-  const narrow = await confd(ctx, ["confd.nothing.read"]);
-  for (const [method, path, acl, body] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const allowed = await (await confd(ctx, [acl])).call(method, path, body);
-      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
-      await allowed.body?.cancel();
-    });
-  }
-}

@@ -1,19 +1,21 @@
 import assert from "node:assert/strict";
 import { callPermissionsOfUser } from "../../../lib/store/callpermissions.ts";
 import { getUser } from "../../../lib/store/users.ts";
-import { confd, ctiUser, expectConfdError, setup } from "../../helpers.ts";
+import {
+  ctiUser,
+  expectAcls,
+  expectConfdError,
+  expectNotFound,
+  setupConfd,
+} from "../../helpers.ts";
 
 Deno.test("/1.1/callpermissions: create, list, get, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   let id = 0;
 
   await t.step("POST answers 201 with Location and the permission with its defaults", async () => {
-    const response = await api.post("/callpermissions", { name: "no-mobiles", user_ids: [1] });
-    assert.equal(response.status, 201);
-    const body = await response.json();
+    const body = await api.create("/callpermissions", { name: "no-mobiles", user_ids: [1] });
     id = body.id;
-    assert.equal(response.headers.get("location"), `/1.1/callpermissions/${id}`);
     assert.deepEqual(body, {
       id,
       name: "no-mobiles",
@@ -35,18 +37,16 @@ Deno.test("/1.1/callpermissions: create, list, get, update, delete", async (t) =
       enabled: false,
       description: "Abroad with a code",
     };
-    const response = await api.post("/callpermissions", full);
-    assert.equal(response.status, 201);
-    const body = await response.json();
+    const body = await api.create("/callpermissions", full);
     assert.deepEqual(body, { id: body.id, ...full, users: [] });
   });
 
   await t.step("GET lists, searches and filters", async () => {
-    assert.equal((await (await api.get("/callpermissions")).json()).total, 2);
-    const found = await (await api.get("/callpermissions?search=abroad")).json();
-    assert.deepEqual(found.items.map((p: { name: string }) => p.name), ["international_ok"]);
-    const denying = await (await api.get("/callpermissions?mode=deny")).json();
-    assert.deepEqual(denying.items.map((p: { name: string }) => p.name), ["no-mobiles"]);
+    assert.equal((await api.list("/callpermissions")).total, 2);
+    assert.deepEqual((await api.list("/callpermissions?search=abroad")).values, [
+      "international_ok",
+    ]);
+    assert.deepEqual((await api.list("/callpermissions?mode=deny")).values, ["no-mobiles"]);
   });
 
   await t.step("GET by id and PUT changing only what it sends", async () => {
@@ -65,29 +65,21 @@ Deno.test("/1.1/callpermissions: create, list, get, update, delete", async (t) =
   });
 
   await t.step("DELETE answers 204, then the permission is gone", async () => {
-    assert.equal((await api.delete(`/callpermissions/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/callpermissions/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - CallPermission was not found \\('id': ${id}\\)$`),
-    );
+    await api.expectDeleted("/callpermissions", "CallPermission", { id });
   });
 });
 
 Deno.test("/1.1/callpermissions: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const created = await (await api.post("/callpermissions", { name: "taken" })).json();
 
   await t.step("unknown ids: 404", async () => {
-    await expectConfdError(await api.get("/callpermissions/999"), 404, /\('id': 999\)/);
-    await expectConfdError(await api.put("/callpermissions/999", {}), 404, /not found/);
-    await expectConfdError(await api.delete("/callpermissions/999"), 404, /not found/);
+    await api.expectUnknownId("/callpermissions", "CallPermission", { id: 999 });
     await expectConfdError(await api.get("/callpermissions/999/users"), 404, /not found/);
   });
 
   await t.step("invalid fields: 400 Input Error naming the field", async () => {
-    const cases: [unknown, RegExp][] = [
+    await api.expectInvalid("POST", "/callpermissions", [
       [{}, /^Input Error - field 'name': /],
       [{ name: "" }, /field 'name': Shorter than minimum length 1/],
       [{ name: "n".repeat(129) }, /field 'name': Longer than maximum length 128/],
@@ -100,10 +92,7 @@ Deno.test("/1.1/callpermissions: every error", async (t) => {
       [{ name: "x", extensions: ["1a"] }, /field 'extensions.0'/],
       [{ name: "x", enabled: "true" }, /field 'enabled'/],
       [{ name: "x", description: 5 }, /field 'description'/],
-    ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/callpermissions", body), 400, pattern);
-    }
+    ]);
     await expectConfdError(
       await api.put(`/callpermissions/${created.id}`, { mode: "open" }),
       400,
@@ -113,19 +102,12 @@ Deno.test("/1.1/callpermissions: every error", async (t) => {
 
   await t.step("a taken name: 400 Resource Error", async () => {
     const message = /^Resource Error - CallPermission already exists \('name': 'taken'\)$/;
-    await expectConfdError(await api.post("/callpermissions", { name: "taken" }), 400, message);
-    const other = await (await api.post("/callpermissions", { name: "other" })).json();
-    await expectConfdError(
-      await api.put(`/callpermissions/${other.id}`, { name: "taken" }),
-      400,
-      message,
-    );
+    await api.expectTaken("/callpermissions", { name: "taken" }, { name: "other" }, message);
   });
 });
 
 Deno.test("/1.1/users/{id}/callpermissions: associate and dissociate", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   const alice = await ctiUser(ctx, "alice");
   const bob = await ctiUser(ctx, "bob");
   const deny = await (await api.post("/callpermissions", { name: "deny" })).json();
@@ -180,16 +162,14 @@ Deno.test("/1.1/users/{id}/callpermissions: associate and dissociate", async (t)
   });
 
   await t.step("unknown user or call permission: 404", async () => {
-    await expectConfdError(
+    await expectNotFound(
       await api.put(`/users/${alice.id}/callpermissions/999`),
-      404,
-      /^Resource Not Found - CallPermission was not found \('id': 999\)$/,
+      "CallPermission",
+      { id: 999 },
     );
-    await expectConfdError(
-      await api.put(`/users/999/callpermissions/${deny.id}`),
-      404,
-      /^Resource Not Found - User was not found \('id': 999\)$/,
-    );
+    await expectNotFound(await api.put(`/users/999/callpermissions/${deny.id}`), "User", {
+      id: 999,
+    });
     await expectConfdError(await api.get("/users/999/callpermissions"), 404, /User was not found/);
   });
 
@@ -222,14 +202,12 @@ Deno.test("/1.1/users/{id}/callpermissions: associate and dissociate", async (t)
 });
 
 Deno.test("/1.1/callpermissions: ACLs", async (t) => {
-  const ctx = await setup();
-  const admin = await confd(ctx);
+  const { ctx, api: admin } = await setupConfd();
   await (await admin.post("/callpermissions", { name: "first" })).body?.cancel();
   const user = await ctiUser(ctx);
-  const narrow = await confd(ctx, ["confd.contexts.#"]);
   const association = `/users/${user.id}/callpermissions/1`;
   const associationAcl = `confd.users.${user.id}.callpermissions.1`;
-  const routes: [string, string, string, unknown?][] = [
+  await expectAcls(t, ctx, [
     ["GET", "/callpermissions", "confd.callpermissions.read"],
     ["POST", "/callpermissions", "confd.callpermissions.create", { name: "second" }],
     ["GET", "/callpermissions/1", "confd.callpermissions.1.read"],
@@ -239,16 +217,5 @@ Deno.test("/1.1/callpermissions: ACLs", async (t) => {
     ["GET", "/callpermissions/1/users", "confd.callpermissions.1.users.read"],
     ["DELETE", association, `${associationAcl}.delete`],
     ["DELETE", "/callpermissions/1", "confd.callpermissions.1.delete"],
-  ];
-  const granted = await confd(ctx, routes.map(([, , acl]) => acl));
-  for (const [method, path, acl, body] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const allowed = await granted.call(method, path, body);
-      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
-      await allowed.body?.cancel();
-    });
-  }
+  ]);
 });

@@ -1,17 +1,17 @@
 import assert from "node:assert/strict";
 import {
   bearer,
-  confd,
   ctiUser,
+  expectAcls,
   expectConfdError,
   login,
   setup,
+  setupConfd,
   webServiceUser,
 } from "../../helpers.ts";
 
 Deno.test("the default contexts exist in a new store", async () => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const response = await api.get("/contexts");
   assert.equal(response.status, 200);
   const body = await response.json();
@@ -31,21 +31,17 @@ Deno.test("the default contexts exist in a new store", async () => {
 });
 
 Deno.test("/1.1/contexts: create, get, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   let id = 0;
 
   await t.step("POST answers 201 with Location and the record with its defaults", async () => {
-    const response = await api.post("/contexts", {
+    const body = await api.create("/contexts", {
       name: "sales",
       display_name: "Sales floor",
       user_ranges: [{ start: "2000", end: "2099" }],
       ignored_field: "dropped",
     });
-    assert.equal(response.status, 201);
-    const body = await response.json();
     id = body.id;
-    assert.equal(response.headers.get("location"), `/1.1/contexts/${id}`);
     assert.deepEqual(body, {
       id,
       name: "sales",
@@ -78,32 +74,20 @@ Deno.test("/1.1/contexts: create, get, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then the context is gone", async () => {
-    assert.equal((await api.delete(`/contexts/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/contexts/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - Context was not found \\('id': ${id}\\)$`),
-    );
+    await api.expectDeleted("/contexts", "Context", { id });
   });
 });
 
 Deno.test("/1.1/contexts: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
 
   await t.step("unknown or malformed ids: 404", async () => {
-    await expectConfdError(
-      await api.get("/contexts/999"),
-      404,
-      /Context was not found \('id': 999\)/,
-    );
-    await expectConfdError(await api.get("/contexts/abc"), 404, /\('id': 'abc'\)/);
-    await expectConfdError(await api.put("/contexts/999", {}), 404, /not found/);
-    await expectConfdError(await api.delete("/contexts/999"), 404, /not found/);
+    await api.expectUnknownId("/contexts", "Context", { id: 999 });
+    await api.expectUnknownId("/contexts", "Context", { id: "abc" });
   });
 
   await t.step("invalid fields: 400 Input Error naming the field", async () => {
-    const cases: [unknown, RegExp][] = [
+    await api.expectInvalid("POST", "/contexts", [
       [{}, /^Input Error - field 'name': /],
       [{ name: "" }, /field 'name': Shorter than minimum length 1/],
       [{ name: "a".repeat(40) }, /field 'name': Longer than maximum length 39/],
@@ -115,21 +99,12 @@ Deno.test("/1.1/contexts: every error", async (t) => {
       [{ name: "x", user_ranges: [{ start: "10a", end: "20" }] }, /field 'user_ranges.0.start'/],
       [{ name: "x", user_ranges: [{ start: "2000", end: "1000" }] }, /field 'user_ranges.0'/],
       [{ name: "x", display_name: "d".repeat(129) }, /field 'display_name'/],
-    ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/contexts", body), 400, pattern);
-    }
+    ]);
     await expectConfdError(await api.put("/contexts/1", { enabled: "no" }), 400, /field 'enabled'/);
   });
 
   await t.step("bodies that are not a JSON object: 400", async () => {
-    await expectConfdError(
-      await api.post("/contexts", "{oops"),
-      400,
-      /^Input Error - .*not valid JSON/,
-    );
-    await expectConfdError(await api.post("/contexts", "[1]"), 400, /JSON object/);
-    await expectConfdError(await api.post("/contexts", "null"), 400, /JSON object/);
+    await api.expectJsonObjectBody("POST", "/contexts");
   });
 
   await t.step("a taken name: 400 Resource Error", async () => {
@@ -156,35 +131,15 @@ Deno.test("/1.1/contexts: every error", async (t) => {
 
 Deno.test("/1.1/contexts: tokens and ACLs", async (t) => {
   const ctx = await setup();
-  const routes: [string, string, string][] = [
-    ["GET", "/contexts", "confd.contexts.read"],
-    ["POST", "/contexts", "confd.contexts.create"],
-    ["GET", "/contexts/1", "confd.contexts.1.read"],
-    ["PUT", "/contexts/1", "confd.contexts.1.update"],
-    ["DELETE", "/contexts/1", "confd.contexts.1.delete"],
-  ];
-  const narrow = await confd(ctx, ["confd.users.#"]);
   await ctiUser(ctx, "alice");
   const ctiToken = await login(ctx, "login", "alice");
-
-  for (const [method, path, acl] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, method === "GET" ? undefined : {});
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const user = await webServiceUser(ctx, [acl]);
-      const token = await login(ctx, "webservice", user.login);
-      const allowed = await ctx.app.request(`/1.1${path}`, {
-        method,
-        headers: { ...bearer(token), "Content-Type": "application/json" },
-        body: method === "GET"
-          ? undefined
-          : JSON.stringify(method === "POST" ? { name: `c${user.id}` } : {}),
-      });
-      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
-      await allowed.body?.cancel();
-    });
-  }
+  await expectAcls(t, ctx, [
+    ["GET", "/contexts", "confd.contexts.read"],
+    ["POST", "/contexts", "confd.contexts.create", { name: "sales" }],
+    ["GET", "/contexts/1", "confd.contexts.1.read"],
+    ["PUT", "/contexts/1", "confd.contexts.1.update", {}],
+    ["DELETE", "/contexts/1", "confd.contexts.1.delete"],
+  ], ["confd.users.#"]);
 
   await t.step("no token or a bad token: 401", async () => {
     await expectConfdError(await ctx.app.request("/1.1/contexts"), 401, /^Unauthorized - /);
@@ -215,46 +170,40 @@ Deno.test("/1.1/contexts: tokens and ACLs", async (t) => {
 });
 
 Deno.test("/1.1 lists: search, order, direction, limit, offset, skip, filters", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   for (const [name, display] of [["zeta", "Élan"], ["alpha", "elan vital"], ["mid", "Other"]]) {
     assert.equal(
       (await api.post("/contexts", { name, display_name: display, type: "others" })).status,
       201,
     );
   }
-  const names = async (query: string) => {
-    const response = await api.get(`/contexts?${query}`);
-    assert.equal(response.status, 200, query);
-    const body = await response.json();
-    return { total: body.total, names: body.items.map((c: { name: string }) => c.name) };
-  };
+  const names = (query: string) => api.list(`/contexts?${query}`);
 
   await t.step("search is case- and accent-insensitive over text fields", async () => {
-    assert.deepEqual(await names("search=ELAN"), { total: 2, names: ["zeta", "alpha"] });
+    assert.deepEqual(await names("search=ELAN"), { total: 2, values: ["zeta", "alpha"] });
     assert.deepEqual(await names("search=xtern"), {
       total: 2,
-      names: ["from-extern", "to-extern"],
+      values: ["from-extern", "to-extern"],
     });
   });
   await t.step("order and direction", async () => {
-    assert.deepEqual((await names("type=others&order=name")).names, ["alpha", "mid", "zeta"]);
-    assert.deepEqual((await names("type=others&order=name&direction=desc")).names, [
+    assert.deepEqual((await names("type=others&order=name")).values, ["alpha", "mid", "zeta"]);
+    assert.deepEqual((await names("type=others&order=name&direction=desc")).values, [
       "zeta",
       "mid",
       "alpha",
     ]);
   });
   await t.step("exact-match filters", async () => {
-    assert.deepEqual(await names("type=incall"), { total: 1, names: ["from-extern"] });
-    assert.deepEqual(await names("name=mid"), { total: 1, names: ["mid"] });
-    assert.deepEqual(await names("name=mi"), { total: 0, names: [] });
+    assert.deepEqual(await names("type=incall"), { total: 1, values: ["from-extern"] });
+    assert.deepEqual(await names("name=mid"), { total: 1, values: ["mid"] });
+    assert.deepEqual(await names("name=mi"), { total: 0, values: [] });
   });
   await t.step("limit and offset page after counting", async () => {
-    assert.deepEqual(await names("order=name&limit=2"), { total: 6, names: ["alpha", "default"] });
+    assert.deepEqual(await names("order=name&limit=2"), { total: 6, values: ["alpha", "default"] });
     assert.deepEqual(await names("order=name&limit=2&offset=2"), {
       total: 6,
-      names: ["from-extern", "mid"],
+      values: ["from-extern", "mid"],
     });
   });
   await t.step("skip is a deprecated alias of offset", async () => {
@@ -274,8 +223,7 @@ Deno.test("/1.1 lists: search, order, direction, limit, offset, skip, filters", 
 });
 
 Deno.test("a context still used by an extension, line, voicemail or queue cannot be deleted", async () => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const context = await (await api.post("/contexts", {
     name: "office",
     user_ranges: [{ start: "100", end: "199" }],
@@ -288,9 +236,7 @@ Deno.test("a context still used by an extension, line, voicemail or queue cannot
     ["/queues", { name: "office-queue", context: "office" }, "Queue"],
   ];
   for (const [path, body, label] of uses) {
-    const created = await api.post(path, body);
-    assert.equal(created.status, 201, `${path}: ${JSON.stringify(await created.clone().json())}`);
-    const { id } = await created.json();
+    const { id } = await api.create(path, body);
     await expectConfdError(
       await api.delete(`/contexts/${context.id}`),
       400,

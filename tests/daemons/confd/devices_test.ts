@@ -1,13 +1,12 @@
 import assert from "node:assert/strict";
-import { confd, expectConfdError, setup } from "../../helpers.ts";
+import { expectAcls, expectConfdError, setupConfd } from "../../helpers.ts";
 
 Deno.test("/1.1/devices: create, get, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   let id = "";
 
   await t.step("POST answers 201 with a 32-hex id, the MAC in lower case", async () => {
-    const response = await api.post("/devices", {
+    const body = await api.create("/devices", {
       mac: "AA-BB-CC-00-11-22",
       ip: "10.0.0.5",
       vendor: "Yealink",
@@ -16,11 +15,8 @@ Deno.test("/1.1/devices: create, get, update, delete", async (t) => {
       status: "configured",
       id: "mine",
     });
-    assert.equal(response.status, 201);
-    const body = await response.json();
     id = body.id;
     assert.match(id, /^[0-9a-f]{32}$/);
-    assert.equal(response.headers.get("location"), `/1.1/devices/${id}`);
     assert.deepEqual(body, {
       id,
       mac: "aa:bb:cc:00:11:22",
@@ -41,13 +37,10 @@ Deno.test("/1.1/devices: create, get, update, delete", async (t) => {
   await t.step("GET by id and lists", async () => {
     assert.equal((await (await api.get(`/devices/${id}`)).json()).vendor, "Yealink");
     assert.equal((await api.post("/devices", {})).status, 201);
-    assert.equal((await (await api.get("/devices")).json()).total, 2);
-    const found = await (await api.get("/devices?search=yealink")).json();
-    assert.deepEqual(found.items.map((d: { id: string }) => d.id), [id]);
-    const filtered = await (await api.get("/devices?mac=aa:bb:cc:00:11:22")).json();
-    assert.equal(filtered.total, 1);
-    const paged = await (await api.get("/devices?order=vendor&limit=1")).json();
-    assert.deepEqual(paged.items.map((d: { id: string }) => d.id), [id]);
+    assert.equal((await api.list("/devices")).total, 2);
+    assert.deepEqual((await api.list("/devices?search=yealink", "id")).values, [id]);
+    assert.equal((await api.list("/devices?mac=aa:bb:cc:00:11:22")).total, 1);
+    assert.deepEqual((await api.list("/devices?order=vendor&limit=1", "id")).values, [id]);
   });
 
   await t.step("PUT changes what it sends; status and id are read-only", async () => {
@@ -68,27 +61,17 @@ Deno.test("/1.1/devices: create, get, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then 404", async () => {
-    assert.equal((await api.delete(`/devices/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/devices/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - Device was not found \\('id': '${id}'\\)$`),
-    );
+    await api.expectDeleted("/devices", "Device", { id });
   });
 });
 
 Deno.test("/1.1/devices: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const device = await (await api.post("/devices", { mac: "00:11:22:33:44:55" })).json();
-  const other = await (await api.post("/devices", {})).json();
 
   await t.step("unknown ids: 404", async () => {
-    const missing = "0".repeat(32);
-    await expectConfdError(await api.get(`/devices/${missing}`), 404, /Device was not found/);
-    await expectConfdError(await api.get("/devices/not-an-id"), 404, /Device was not found/);
-    await expectConfdError(await api.put(`/devices/${missing}`, {}), 404, /not found/);
-    await expectConfdError(await api.delete(`/devices/${missing}`), 404, /not found/);
+    await api.expectUnknownId("/devices", "Device", { id: "0".repeat(32) });
+    await api.expectUnknownId("/devices", "Device", { id: "not-an-id" });
   });
 
   await t.step("invalid fields: 400 naming the field", async () => {
@@ -102,22 +85,16 @@ Deno.test("/1.1/devices: every error", async (t) => {
       [{ options: "x" }, /field 'options'/],
       [{ options: [1] }, /field 'options'/],
     ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/devices", body), 400, pattern);
-      await expectConfdError(await api.put(`/devices/${device.id}`, body), 400, pattern);
-    }
+    await api.expectInvalid("POST", "/devices", cases);
+    await api.expectInvalid("PUT", `/devices/${device.id}`, cases);
   });
 
   await t.step("a taken MAC address, in any spelling: 400 Resource Error", async () => {
-    await expectConfdError(
-      await api.post("/devices", { mac: "00-11-22-33-44-55" }),
-      400,
+    await api.expectTaken(
+      "/devices",
+      { mac: "00-11-22-33-44-55" },
+      {},
       /^Resource Error - Device already exists \('mac': '00:11:22:33:44:55'\)$/,
-    );
-    await expectConfdError(
-      await api.put(`/devices/${other.id}`, { mac: "00:11:22:33:44:55" }),
-      400,
-      /already exists/,
     );
     assert.equal(
       (await api.put(`/devices/${device.id}`, { mac: "00:11:22:33:44:55" })).status,
@@ -139,8 +116,7 @@ Deno.test("/1.1/devices: every error", async (t) => {
 });
 
 Deno.test("/1.1/lines/{id}/devices/{device_id}: associate and dissociate", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const device = await (await api.post("/devices", {})).json();
   const first = await (await api.post("/lines", { context: "default" })).json();
   const second = await (await api.post("/lines", { context: "default", position: 2 })).json();
@@ -212,30 +188,17 @@ Deno.test("/1.1/lines/{id}/devices/{device_id}: associate and dissociate", async
 });
 
 Deno.test("/1.1/devices: tokens and ACLs", async (t) => {
-  const ctx = await setup();
-  const admin = await confd(ctx);
+  const { ctx, api: admin } = await setupConfd();
   const device = await (await admin.post("/devices", {})).json();
   const line = await (await admin.post("/lines", { context: "default" })).json();
   const d = device.id;
-  const routes: [string, string, string][] = [
+  await expectAcls(t, ctx, [
     ["GET", "/devices", "confd.devices.read"],
-    ["POST", "/devices", "confd.devices.create"],
+    ["POST", "/devices", "confd.devices.create", {}],
     ["GET", `/devices/${d}`, `confd.devices.${d}.read`],
-    ["PUT", `/devices/${d}`, `confd.devices.${d}.update`],
+    ["PUT", `/devices/${d}`, `confd.devices.${d}.update`, {}],
     ["PUT", `/lines/${line.id}/devices/${d}`, `confd.lines.${line.id}.devices.${d}.update`],
     ["DELETE", `/lines/${line.id}/devices/${d}`, `confd.lines.${line.id}.devices.${d}.delete`],
     ["DELETE", `/devices/${d}`, `confd.devices.${d}.delete`],
-  ];
-  const narrow = await confd(ctx, ["confd.users.#"]);
-  const allowed = await confd(ctx, routes.map(([, , acl]) => acl));
-  for (const [method, path, acl] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, method === "GET" ? undefined : {});
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const response = await allowed.call(method, path, method === "GET" ? undefined : {});
-      assert.ok(response.status < 300, `${method} ${path}: ${response.status}`);
-      await response.body?.cancel();
-    });
-  }
+  ], ["confd.users.#"]);
 });

@@ -1,15 +1,11 @@
 import assert from "node:assert/strict";
-import { confd, expectConfdError, setup } from "../../helpers.ts";
+import { type AclRoute, expectAcls, expectConfdError, setupConfd } from "../../helpers.ts";
 
 Deno.test("/1.1/endpoints/sip: create, get, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
 
   await t.step("POST generates username and secret and takes the defaults", async () => {
-    const response = await api.post("/endpoints/sip", { ignored: 1, line_id: 7 });
-    assert.equal(response.status, 201);
-    const body = await response.json();
-    assert.equal(response.headers.get("location"), `/1.1/endpoints/sip/${body.id}`);
+    const body = await api.create("/endpoints/sip", { ignored: 1, line_id: 7 });
     assert.match(body.username, /^[a-z0-9]{8}$/);
     assert.match(body.secret, /^[a-z0-9]{16}$/);
     assert.deepEqual(body, {
@@ -25,15 +21,13 @@ Deno.test("/1.1/endpoints/sip: create, get, update, delete", async (t) => {
 
   await t.step("POST with every field; any unlisted option is accepted (16.01)", async () => {
     const options = [["allow", "ulaw,alaw"], ["disallow", "all"], ["my-own", "a"], ["my-own", "b"]];
-    const response = await api.post("/endpoints/sip", {
+    const body = await api.create("/endpoints/sip", {
       username: "alice.sip",
       secret: "s3cret!",
       type: "peer",
       host: "10.0.0.2",
       options,
     });
-    assert.equal(response.status, 201);
-    const body = await response.json();
     assert.deepEqual(body, {
       id: 2,
       username: "alice.sip",
@@ -50,11 +44,10 @@ Deno.test("/1.1/endpoints/sip: create, get, update, delete", async (t) => {
     assert.equal(one.status, 200);
     // allow stays one option, not split (16.05)
     assert.deepEqual((await one.json()).options[0], ["allow", "ulaw,alaw"]);
-    const list = await (await api.get("/endpoints/sip?search=ALICE")).json();
-    assert.deepEqual(list.items.map((e: { id: number }) => e.id), [2]);
-    assert.equal((await (await api.get("/endpoints/sip?type=peer")).json()).total, 1);
-    const ordered = await (await api.get("/endpoints/sip?order=id&direction=desc")).json();
-    assert.deepEqual(ordered.items.map((e: { id: number }) => e.id), [2, 1]);
+    assert.deepEqual((await api.list("/endpoints/sip?search=ALICE", "id")).values, [2]);
+    assert.equal((await api.list("/endpoints/sip?type=peer")).total, 1);
+    const ordered = await api.list("/endpoints/sip?order=id&direction=desc", "id");
+    assert.deepEqual(ordered.values, [2, 1]);
   });
 
   await t.step("PUT changes what it sends; options are replaced whole", async () => {
@@ -72,25 +65,17 @@ Deno.test("/1.1/endpoints/sip: create, get, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then 404", async () => {
-    assert.equal((await api.delete("/endpoints/sip/1")).status, 204);
-    await expectConfdError(
-      await api.get("/endpoints/sip/1"),
-      404,
-      /^Resource Not Found - SIPEndpoint was not found \('id': 1\)$/,
-    );
+    await api.expectDeleted("/endpoints/sip", "SIPEndpoint", { id: 1 });
   });
 });
 
 Deno.test("/1.1/endpoints/sip: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   assert.equal((await api.post("/endpoints/sip", { username: "taken" })).status, 201);
-  assert.equal((await api.post("/endpoints/sip", { username: "other" })).status, 201);
 
   await t.step("unknown ids: 404", async () => {
-    await expectConfdError(await api.get("/endpoints/sip/99"), 404, /SIPEndpoint was not found/);
-    await expectConfdError(await api.put("/endpoints/sip/99", {}), 404, /not found/);
-    await expectConfdError(await api.delete("/endpoints/sip/x"), 404, /not found/);
+    await api.expectUnknownId("/endpoints/sip", "SIPEndpoint", { id: 99 });
+    await api.expectUnknownId("/endpoints/sip", "SIPEndpoint", { id: "x" });
   });
 
   await t.step("invalid fields: 400 naming the field", async () => {
@@ -107,10 +92,8 @@ Deno.test("/1.1/endpoints/sip: every error", async (t) => {
       [{ options: [["allow", 1]] }, /field 'options.0.1'/],
       [{ options: [["", "x"]] }, /field 'options.0.0'/],
     ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/endpoints/sip", body), 400, pattern);
-      await expectConfdError(await api.put("/endpoints/sip/1", body), 400, pattern);
-    }
+    await api.expectInvalid("POST", "/endpoints/sip", cases);
+    await api.expectInvalid("PUT", "/endpoints/sip/1", cases);
   });
 
   await t.step("a listed parameter given twice: 400 naming it", async () => {
@@ -124,29 +107,22 @@ Deno.test("/1.1/endpoints/sip: every error", async (t) => {
   });
 
   await t.step("a taken username: 400 Resource Error", async () => {
-    await expectConfdError(
-      await api.post("/endpoints/sip", { username: "taken" }),
-      400,
+    await api.expectTaken(
+      "/endpoints/sip",
+      { username: "taken" },
+      { username: "other" },
       /^Resource Error - SIPEndpoint already exists \('username': 'taken'\)$/,
-    );
-    await expectConfdError(
-      await api.put("/endpoints/sip/2", { username: "taken" }),
-      400,
-      /already exists/,
     );
     assert.equal((await api.put("/endpoints/sip/1", { username: "taken" })).status, 204);
   });
 });
 
 Deno.test("/1.1/endpoints/sccp and /1.1/endpoints/custom", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
 
   await t.step("SCCP: create with options, get, update, list, delete", async () => {
-    const created = await api.post("/endpoints/sccp", { options: [["cid_name", "Alice"]] });
-    assert.equal(created.status, 201);
-    assert.equal(created.headers.get("location"), "/1.1/endpoints/sccp/1");
-    assert.deepEqual(await created.json(), {
+    const created = await api.create("/endpoints/sccp", { options: [["cid_name", "Alice"]] });
+    assert.deepEqual(created, {
       id: 1,
       options: [["cid_name", "Alice"]],
       line: null,
@@ -154,7 +130,7 @@ Deno.test("/1.1/endpoints/sccp and /1.1/endpoints/custom", async (t) => {
     assert.equal((await api.post("/endpoints/sccp", {})).status, 201);
     assert.equal((await api.put("/endpoints/sccp/2", { options: [["a", "b"]] })).status, 204);
     assert.deepEqual((await (await api.get("/endpoints/sccp/2")).json()).options, [["a", "b"]]);
-    assert.equal((await (await api.get("/endpoints/sccp")).json()).total, 2);
+    assert.equal((await api.list("/endpoints/sccp")).total, 2);
     await expectConfdError(await api.post("/endpoints/sccp", { options: [1] }), 400, /options/);
     assert.equal((await api.delete("/endpoints/sccp/2")).status, 204);
     await expectConfdError(await api.get("/endpoints/sccp/2"), 404, /SCCPEndpoint was not found/);
@@ -173,8 +149,7 @@ Deno.test("/1.1/endpoints/sccp and /1.1/endpoints/custom", async (t) => {
     const body = await (await api.get("/endpoints/custom/1")).json();
     assert.equal(body.enabled, false);
     assert.equal(body.interface, "dahdi/i1/1234");
-    const list = await (await api.get("/endpoints/custom?search=DAHDI")).json();
-    assert.equal(list.total, 1);
+    assert.equal((await api.list("/endpoints/custom?search=DAHDI")).total, 1);
     assert.equal((await api.delete("/endpoints/custom/1")).status, 204);
     await expectConfdError(
       await api.get("/endpoints/custom/1"),
@@ -195,24 +170,18 @@ Deno.test("/1.1/endpoints/sccp and /1.1/endpoints/custom", async (t) => {
       400,
       /field 'enabled'/,
     );
-    assert.equal((await api.post("/endpoints/custom", { interface: "local/100" })).status, 201);
-    const other = await (await api.post("/endpoints/custom", { interface: "local/200" })).json();
-    await expectConfdError(
-      await api.post("/endpoints/custom", { interface: "local/100" }),
-      400,
+    await api.create("/endpoints/custom", { interface: "local/100" });
+    await api.expectTaken(
+      "/endpoints/custom",
+      { interface: "local/100" },
+      { interface: "local/200" },
       /^Resource Error - CustomEndpoint already exists \('interface': 'local\/100'\)$/,
-    );
-    await expectConfdError(
-      await api.put(`/endpoints/custom/${other.id}`, { interface: "local/100" }),
-      400,
-      /already exists/,
     );
   });
 });
 
 Deno.test("/1.1/endpoints: an endpoint on a line cannot be deleted", async () => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const line = await (await api.post("/lines", { context: "default" })).json();
   for (
     const [type, body, label] of [
@@ -241,32 +210,22 @@ Deno.test("/1.1/endpoints: an endpoint on a line cannot be deleted", async () =>
 });
 
 Deno.test("/1.1/endpoints: tokens and ACLs", async (t) => {
-  const ctx = await setup();
-  const admin = await confd(ctx);
+  const { ctx, api: admin } = await setupConfd();
   for (const [type, body] of [["sip", {}], ["sccp", {}], ["custom", { interface: "x/1" }]]) {
     assert.equal((await admin.post(`/endpoints/${type}`, body)).status, 201);
   }
-  const routes: [string, string, string][] = ["sip", "sccp", "custom"].flatMap((type) =>
+  const routes = ["sip", "sccp", "custom"].flatMap((type): AclRoute[] => [
+    ["GET", `/endpoints/${type}`, `confd.endpoints.${type}.read`],
     [
-      ["GET", `/endpoints/${type}`, `confd.endpoints.${type}.read`],
-      ["POST", `/endpoints/${type}`, `confd.endpoints.${type}.create`],
-      ["GET", `/endpoints/${type}/1`, `confd.endpoints.${type}.1.read`],
-      ["PUT", `/endpoints/${type}/1`, `confd.endpoints.${type}.1.update`],
-      ["GET", `/endpoints/${type}/1/lines`, `confd.endpoints.${type}.1.lines.read`],
-      ["DELETE", `/endpoints/${type}/1`, `confd.endpoints.${type}.1.delete`],
-    ] as [string, string, string][]
-  );
-  const narrow = await confd(ctx, ["confd.lines.#"]);
-  const allowed = await confd(ctx, routes.map(([, , acl]) => acl));
-  for (const [method, path, acl] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const body = method === "POST" && path.endsWith("custom") ? { interface: "y/2" } : {};
-      const refused = await narrow.call(method, path, method === "GET" ? undefined : body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const response = await allowed.call(method, path, method === "GET" ? undefined : body);
-      assert.ok(response.status < 300, `${method} ${path}: ${response.status}`);
-      await response.body?.cancel();
-    });
-  }
+      "POST",
+      `/endpoints/${type}`,
+      `confd.endpoints.${type}.create`,
+      type === "custom" ? { interface: "y/2" } : {},
+    ],
+    ["GET", `/endpoints/${type}/1`, `confd.endpoints.${type}.1.read`],
+    ["PUT", `/endpoints/${type}/1`, `confd.endpoints.${type}.1.update`, {}],
+    ["GET", `/endpoints/${type}/1/lines`, `confd.endpoints.${type}.1.lines.read`],
+    ["DELETE", `/endpoints/${type}/1`, `confd.endpoints.${type}.1.delete`],
+  ]);
+  await expectAcls(t, ctx, routes, ["confd.lines.#"]);
 });

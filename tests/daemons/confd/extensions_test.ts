@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { findExtension } from "../../../lib/store/extensions.ts";
-import { confd, expectConfdError, setup } from "../../helpers.ts";
+import { type Confd, expectAcls, expectConfdError, setupConfd } from "../../helpers.ts";
 
 /** Puts the extension on a new line of a new user, through the API; answers the line's id. */
-async function putOnUserLine(api: Awaited<ReturnType<typeof confd>>, id: number): Promise<number> {
+async function putOnUserLine(api: Confd, id: number): Promise<number> {
   const line = await (await api.post("/lines", { context: "default" })).json();
   const user = await (await api.post("/users", { firstname: "Owner" })).json();
   assert.equal((await api.put(`/users/${user.id}/lines/${line.id}`)).status, 204);
@@ -12,20 +12,16 @@ async function putOnUserLine(api: Awaited<ReturnType<typeof confd>>, id: number)
 }
 
 Deno.test("/1.1/extensions: create, list, get, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   let id = 0;
 
   await t.step("POST answers 201 with Location and the extension, enabled by default", async () => {
-    const response = await api.post("/extensions", {
+    const body = await api.create("/extensions", {
       exten: "1001",
       context: "default",
       line_id: 7,
     });
-    assert.equal(response.status, 201);
-    const body = await response.json();
     id = body.id;
-    assert.equal(response.headers.get("location"), `/1.1/extensions/${id}`);
     assert.deepEqual(body, { id, exten: "1001", context: "default", enabled: true, line: null });
     const stored = await findExtension(ctx.services.store, "1001", "default");
     assert.deepEqual(stored, {
@@ -46,12 +42,9 @@ Deno.test("/1.1/extensions: create, list, get, update, delete", async (t) => {
   });
 
   await t.step("GET lists with filters and search", async () => {
-    const all = await (await api.get("/extensions")).json();
-    assert.equal(all.total, 6);
-    const filtered = await (await api.get("/extensions?context=default")).json();
-    assert.deepEqual(filtered.items.map((e: { exten: string }) => e.exten), ["1001"]);
-    const found = await (await api.get("/extensions?search=xxx")).json();
-    assert.deepEqual(found.items.map((e: { exten: string }) => e.exten), ["_1XXX."]);
+    assert.equal((await api.list("/extensions")).total, 6);
+    assert.deepEqual((await api.list("/extensions?context=default", "exten")).values, ["1001"]);
+    assert.deepEqual((await api.list("/extensions?search=xxx", "exten")).values, ["_1XXX."]);
   });
 
   await t.step("GET by id", async () => {
@@ -74,29 +67,21 @@ Deno.test("/1.1/extensions: create, list, get, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then the extension is gone", async () => {
-    assert.equal((await api.delete(`/extensions/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/extensions/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - Extension was not found \\('id': ${id}\\)$`),
-    );
+    await api.expectDeleted("/extensions", "Extension", { id });
   });
 });
 
 Deno.test("/1.1/extensions: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const created = await (await api.post("/extensions", { exten: "1001", context: "default" }))
     .json();
 
   await t.step("unknown ids: 404", async () => {
-    await expectConfdError(await api.get("/extensions/999"), 404, /\('id': 999\)/);
-    await expectConfdError(await api.put("/extensions/999", {}), 404, /not found/);
-    await expectConfdError(await api.delete("/extensions/999"), 404, /not found/);
+    await api.expectUnknownId("/extensions", "Extension", { id: 999 });
   });
 
   await t.step("invalid fields: 400 Input Error naming the field", async () => {
-    const cases: [unknown, RegExp][] = [
+    await api.expectInvalid("POST", "/extensions", [
       [{ context: "default" }, /^Input Error - field 'exten': /],
       [{ exten: "", context: "default" }, /field 'exten': /],
       [{ exten: "10a1", context: "default" }, /field 'exten': Must be digits/],
@@ -109,10 +94,7 @@ Deno.test("/1.1/extensions: every error", async (t) => {
         { exten: "1002", context: "nowhere" },
         /^Input Error - field 'context': Context was not found \('name': 'nowhere'\)$/,
       ],
-    ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/extensions", body), 400, pattern);
-    }
+    ]);
     await expectConfdError(
       await api.put(`/extensions/${created.id}`, { context: "nowhere" }),
       400,
@@ -128,18 +110,8 @@ Deno.test("/1.1/extensions: every error", async (t) => {
   await t.step("a taken (exten, context): 400 Resource Error, exten first", async () => {
     const message =
       /^Resource Error - Extension already exists \('exten': '1001', 'context': 'default'\)$/;
-    await expectConfdError(
-      await api.post("/extensions", { exten: "1001", context: "default" }),
-      400,
-      message,
-    );
-    const other = await (await api.post("/extensions", { exten: "1001", context: "to-extern" }))
-      .json();
-    await expectConfdError(
-      await api.put(`/extensions/${other.id}`, { context: "default" }),
-      400,
-      message,
-    );
+    const other = { exten: "1001", context: "to-extern" };
+    await api.expectTaken("/extensions", { exten: "1001", context: "default" }, other, message);
   });
 
   let lineId = 0;
@@ -181,26 +153,13 @@ Deno.test("/1.1/extensions: every error", async (t) => {
 });
 
 Deno.test("/1.1/extensions: ACLs", async (t) => {
-  const ctx = await setup();
-  const admin = await confd(ctx);
+  const { ctx, api: admin } = await setupConfd();
   await (await admin.post("/extensions", { exten: "1001", context: "default" })).body?.cancel();
-  const narrow = await confd(ctx, ["confd.contexts.#"]);
-  const routes: [string, string, string, unknown?][] = [
+  await expectAcls(t, ctx, [
     ["GET", "/extensions", "confd.extensions.read"],
     ["POST", "/extensions", "confd.extensions.create", { exten: "1002", context: "default" }],
     ["GET", "/extensions/1", "confd.extensions.1.read"],
     ["PUT", "/extensions/1", "confd.extensions.1.update", {}],
     ["DELETE", "/extensions/1", "confd.extensions.1.delete"],
-  ];
-  const granted = await confd(ctx, routes.map(([, , acl]) => acl));
-  for (const [method, path, acl, body] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const allowed = await granted.call(method, path, body);
-      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
-      await allowed.body?.cancel();
-    });
-  }
+  ]);
 });

@@ -1,15 +1,13 @@
 import assert from "node:assert/strict";
 import { createUser } from "../../../lib/store/users.ts";
-import { confd, expectConfdError, setup, type TestContext } from "../../helpers.ts";
-
-type Api = Awaited<ReturnType<typeof confd>>;
-
-/** Creates through the API and answers the created resource. */
-async function create(api: Api, path: string, body: unknown) {
-  const response = await api.post(path, body);
-  assert.equal(response.status, 201, `${path}: ${JSON.stringify(await response.clone().json())}`);
-  return await response.json();
-}
+import {
+  type AclRoute,
+  expectAcls,
+  expectConfdError,
+  expectNotFound,
+  setupConfd,
+  type TestContext,
+} from "../../helpers.ts";
 
 const json = async (response: Response | Promise<Response>) => await (await response).json();
 
@@ -18,22 +16,18 @@ const user = (ctx: TestContext, firstname: string) =>
   createUser(ctx.services.store, { firstname, lastname: "Doe" });
 
 Deno.test("/1.1/lines: create, get, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   let line: Record<string, unknown> = {};
 
   await t.step(
     "POST generates name and provisioning code; the old names echo the new",
     async () => {
-      const response = await api.post("/lines", {
+      line = await api.create("/lines", {
         context: "default",
         name: "ignored",
         protocol: "sip",
         device_id: "ignored",
       });
-      assert.equal(response.status, 201);
-      line = await response.json();
-      assert.equal(response.headers.get("location"), `/1.1/lines/${line.id}`);
       assert.match(String(line.name), /^[a-z0-9]{8}$/);
       assert.match(String(line.provisioning_code), /^\d{6}$/);
       assert.deepEqual(line, {
@@ -58,7 +52,7 @@ Deno.test("/1.1/lines: create, get, update, delete", async (t) => {
   );
 
   await t.step("POST with every editable field", async () => {
-    const body = await create(api, "/lines", {
+    const body = await api.create("/lines", {
       context: "from-extern",
       position: 3,
       provisioning_code: "123456",
@@ -75,13 +69,12 @@ Deno.test("/1.1/lines: create, get, update, delete", async (t) => {
 
   await t.step("GET by id and lists with filters, search and order", async () => {
     assert.deepEqual(await json(api.get("/lines/1")), line);
-    const all = await json(api.get("/lines"));
-    assert.equal(all.total, 2);
-    assert.deepEqual((await json(api.get("/lines?context=from-extern"))).items[0].id, 2);
-    assert.deepEqual((await json(api.get("/lines?search=recep"))).total, 1);
-    assert.deepEqual((await json(api.get("/lines?provisioning_extension=123456"))).total, 1);
-    const ordered = await json(api.get("/lines?order=position&direction=desc"));
-    assert.deepEqual(ordered.items.map((l: { id: number }) => l.id), [2, 1]);
+    assert.equal((await api.list("/lines")).total, 2);
+    assert.deepEqual((await api.list("/lines?context=from-extern", "id")).values, [2]);
+    assert.equal((await api.list("/lines?search=recep")).total, 1);
+    assert.equal((await api.list("/lines?provisioning_extension=123456")).total, 1);
+    const ordered = await api.list("/lines?order=position&direction=desc", "id");
+    assert.deepEqual(ordered.values, [2, 1]);
   });
 
   await t.step("PUT changes editable fields and ignores read-only ones", async () => {
@@ -113,31 +106,22 @@ Deno.test("/1.1/lines: create, get, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then 404", async () => {
-    assert.equal((await api.delete("/lines/1")).status, 204);
-    await expectConfdError(
-      await api.get("/lines/1"),
-      404,
-      /^Resource Not Found - Line was not found \('id': 1\)$/,
-    );
+    await api.expectDeleted("/lines", "Line", { id: 1 });
   });
 });
 
 Deno.test("/1.1/lines: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
-  const line = await create(api, "/lines", { context: "default", provisioning_code: "111111" });
-  const other = await create(api, "/lines", { context: "default" });
+  const { api } = await setupConfd();
+  const line = await api.create("/lines", { context: "default", provisioning_code: "111111" });
 
   await t.step("unknown or malformed ids: 404", async () => {
-    await expectConfdError(await api.get("/lines/99"), 404, /Line was not found \('id': 99\)/);
-    await expectConfdError(await api.get("/lines/abc"), 404, /\('id': 'abc'\)/);
-    await expectConfdError(await api.put("/lines/99", {}), 404, /not found/);
-    await expectConfdError(await api.delete("/lines/99"), 404, /not found/);
+    await api.expectUnknownId("/lines", "Line", { id: 99 });
+    await api.expectUnknownId("/lines", "Line", { id: "abc" });
     await expectConfdError(await api.get("/lines/99/users"), 404, /Line was not found/);
   });
 
   await t.step("invalid fields: 400 Input Error naming the field", async () => {
-    const cases: [unknown, RegExp][] = [
+    const cases: [Record<string, unknown>, RegExp][] = [
       [{}, /^Input Error - field 'context': /],
       [{ context: "" }, /field 'context'/],
       [{ context: 5 }, /field 'context'/],
@@ -154,43 +138,35 @@ Deno.test("/1.1/lines: every error", async (t) => {
       [{ context: "default", caller_id_name: "n".repeat(81) }, /field 'caller_id_name'/],
       [{ context: "default", caller_id_num: "12a" }, /field 'caller_id_num'/],
     ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/lines", body), 400, pattern);
-      if (Object.keys(body as object).length > 1) {
-        await expectConfdError(await api.put(`/lines/${line.id}`, body), 400, pattern);
-      }
-    }
+    await api.expectInvalid("POST", "/lines", cases);
+    const edits = cases.filter(([body]) => Object.keys(body).length > 1);
+    await api.expectInvalid("PUT", `/lines/${line.id}`, edits);
     await expectConfdError(
       await api.put(`/lines/${line.id}`, { context: "nowhere" }),
       400,
       /field 'context': Context was not found/,
     );
-    await expectConfdError(await api.post("/lines", "{bad"), 400, /not valid JSON/);
+    await api.expectJsonObjectBody("POST", "/lines");
   });
 
   await t.step("a taken provisioning code: 400 Resource Error", async () => {
-    await expectConfdError(
-      await api.post("/lines", { context: "default", provisioning_code: "111111" }),
-      400,
+    await api.expectTaken(
+      "/lines",
+      { context: "default", provisioning_code: "111111" },
+      { context: "default" },
       /^Resource Error - Line already exists \('provisioning_code': '111111'\)$/,
-    );
-    await expectConfdError(
-      await api.put(`/lines/${other.id}`, { provisioning_code: "111111" }),
-      400,
-      /already exists/,
     );
     assert.equal((await api.put(`/lines/${line.id}`, { provisioning_code: "111111" })).status, 204);
   });
 });
 
 Deno.test("/1.1/lines/{id}/endpoints: associate, read, dissociate", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
-  const line = await create(api, "/lines", { context: "default" });
-  const second = await create(api, "/lines", { context: "default" });
-  const sip = await create(api, "/endpoints/sip", { username: "alice" });
-  const sccp = await create(api, "/endpoints/sccp", {});
-  const custom = await create(api, "/endpoints/custom", { interface: "dahdi/i1/1" });
+  const { api } = await setupConfd();
+  const line = await api.create("/lines", { context: "default" });
+  const second = await api.create("/lines", { context: "default" });
+  const sip = await api.create("/endpoints/sip", { username: "alice" });
+  const sccp = await api.create("/endpoints/sccp", {});
+  const custom = await api.create("/endpoints/custom", { interface: "dahdi/i1/1" });
   const endpoints = { sip, sccp, custom };
   const labels = { sip: "SIPEndpoint", sccp: "SCCPEndpoint", custom: "CustomEndpoint" };
 
@@ -288,12 +264,11 @@ Deno.test("/1.1/lines/{id}/endpoints: associate, read, dissociate", async (t) =>
 });
 
 Deno.test("/1.1/lines/{id}/extensions: associate and dissociate", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
-  const line = await create(api, "/lines", { context: "default" });
-  const second = await create(api, "/lines", { context: "default" });
-  const inside = await create(api, "/extensions", { exten: "1001", context: "default" });
-  const outside = await create(api, "/extensions", { exten: "2001", context: "default" });
+  const { ctx, api } = await setupConfd();
+  const line = await api.create("/lines", { context: "default" });
+  const second = await api.create("/lines", { context: "default" });
+  const inside = await api.create("/extensions", { exten: "1001", context: "default" });
+  const outside = await api.create("/extensions", { exten: "2001", context: "default" });
   const alice = await user(ctx, "Alice");
 
   await t.step("PUT associates; the line lists it, the extension points back", async () => {
@@ -318,11 +293,7 @@ Deno.test("/1.1/lines/{id}/extensions: associate and dissociate", async (t) => {
 
   await t.step("unknown line or extension: 404; not associated: 400", async () => {
     await expectConfdError(await api.put(`/lines/99/extensions/${inside.id}`), 404, /Line/);
-    await expectConfdError(
-      await api.put(`/lines/${line.id}/extensions/99`),
-      404,
-      /^Resource Not Found - Extension was not found \('id': 99\)$/,
-    );
+    await expectNotFound(await api.put(`/lines/${line.id}/extensions/99`), "Extension", { id: 99 });
     await expectConfdError(
       await api.delete(`/lines/${second.id}/extensions/${inside.id}`),
       400,
@@ -367,12 +338,11 @@ Deno.test("/1.1/lines/{id}/extensions: associate and dissociate", async (t) => {
 });
 
 Deno.test("/1.1/users/{id}/lines: associate, list, main line, dissociate", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   const alice = await user(ctx, "Alice");
   const bob = await user(ctx, "Bob");
-  const first = await create(api, "/lines", { context: "default" });
-  const second = await create(api, "/lines", { context: "default" });
+  const first = await api.create("/lines", { context: "default" });
+  const second = await api.create("/lines", { context: "default" });
   const summary = (u: typeof alice) => ({
     id: u.id,
     uuid: u.uuid,
@@ -391,8 +361,8 @@ Deno.test("/1.1/users/{id}/lines: associate, list, main line, dissociate", async
       [[first.id, true], [second.id, false]],
     );
     assert.deepEqual(lines.items[0].users, [summary(alice), summary(bob)]);
-    const mainOnly = await json(api.get(`/users/${alice.id}/lines?main_line=true`));
-    assert.deepEqual(mainOnly.items.map((l: { id: number }) => l.id), [first.id]);
+    const mainOnly = await api.list(`/users/${alice.id}/lines?main_line=true`, "id");
+    assert.deepEqual(mainOnly.values, [first.id]);
     assert.deepEqual((await json(api.get(`/users/${alice.id}`))).lines, [
       { id: first.id },
       { id: second.id },
@@ -450,11 +420,10 @@ Deno.test("/1.1/users/{id}/lines: associate, list, main line, dissociate", async
 });
 
 Deno.test("/1.1/users/{uuid}/lines/main/associated/endpoints/sip", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   const alice = await user(ctx, "Alice");
   const path = `/users/${alice.uuid}/lines/main/associated/endpoints/sip`;
-  const line = await create(api, "/lines", { context: "default" });
+  const line = await api.create("/lines", { context: "default" });
 
   await t.step("404 for an unknown user, no main line, or no SIP endpoint", async () => {
     await expectConfdError(
@@ -469,14 +438,14 @@ Deno.test("/1.1/users/{uuid}/lines/main/associated/endpoints/sip", async (t) => 
       404,
       /^Resource Not Found - SIPEndpoint was not found/,
     );
-    const sccp = await create(api, "/endpoints/sccp", {});
+    const sccp = await api.create("/endpoints/sccp", {});
     assert.equal((await api.put(`/lines/${line.id}/endpoints/sccp/${sccp.id}`)).status, 204);
     await expectConfdError(await api.get(path), 404, /SIPEndpoint was not found/);
     assert.equal((await api.delete(`/lines/${line.id}/endpoints/sccp/${sccp.id}`)).status, 204);
   });
 
   await t.step("the SIP endpoint of the main line", async () => {
-    const sip = await create(api, "/endpoints/sip", { username: "alice" });
+    const sip = await api.create("/endpoints/sip", { username: "alice" });
     assert.equal((await api.put(`/lines/${line.id}/endpoints/sip/${sip.id}`)).status, 204);
     const response = await api.get(path);
     assert.equal(response.status, 200);
@@ -489,16 +458,15 @@ Deno.test("/1.1/users/{uuid}/lines/main/associated/endpoints/sip", async (t) => 
 });
 
 Deno.test("/1.1/lines_sip (deprecated): lines with a SIP endpoint", async () => {
-  const ctx = await setup();
-  const api = await confd(ctx);
-  const line = await create(api, "/lines", {
+  const { api } = await setupConfd();
+  const line = await api.create("/lines", {
     context: "default",
     provisioning_code: "123456",
     caller_id_name: "Alice",
     caller_id_num: "1001",
   });
-  await create(api, "/lines", { context: "default" });
-  const sip = await create(api, "/endpoints/sip", { username: "alice", secret: "pw" });
+  await api.create("/lines", { context: "default" });
+  const sip = await api.create("/endpoints/sip", { username: "alice", secret: "pw" });
   assert.equal((await api.put(`/lines/${line.id}/endpoints/sip/${sip.id}`)).status, 204);
   const response = await api.get("/lines_sip");
   assert.equal(response.status, 200);
@@ -519,29 +487,28 @@ Deno.test("/1.1/lines_sip (deprecated): lines with a SIP endpoint", async () => 
 });
 
 Deno.test("/1.1/lines: tokens and ACLs", async (t) => {
-  const ctx = await setup();
-  const admin = await confd(ctx);
+  const { ctx, api: admin } = await setupConfd();
   const alice = await user(ctx, "Alice");
-  const extension = await create(admin, "/extensions", { exten: "1001", context: "default" });
+  const extension = await admin.create("/extensions", { exten: "1001", context: "default" });
   const types = ["sip", "sccp", "custom"] as const;
   const bodies = { sip: {}, sccp: {}, custom: { interface: "x/1" } };
   const pairs = [];
   for (const type of types) {
-    const line = await create(admin, "/lines", { context: "default" });
+    const line = await admin.create("/lines", { context: "default" });
     pairs.push({
       type,
       l: line.id,
-      e: (await create(admin, `/endpoints/${type}`, bodies[type])).id,
+      e: (await admin.create(`/endpoints/${type}`, bodies[type])).id,
     });
   }
   const l = pairs[0]!.l;
   const u = alice.id;
-  const routes: [string, string, string][] = [
+  await expectAcls(t, ctx, [
     ["GET", "/lines", "confd.lines.read"],
-    ["POST", "/lines", "confd.lines.create"],
+    ["POST", "/lines", "confd.lines.create", { context: "default" }],
     ["GET", "/lines_sip", "confd.lines_sip.read"],
     ["GET", `/lines/${l}`, `confd.lines.${l}.read`],
-    ["PUT", `/lines/${l}`, `confd.lines.${l}.update`],
+    ["PUT", `/lines/${l}`, `confd.lines.${l}.update`, { context: "default" }],
     ["GET", `/lines/${l}/users`, `confd.lines.${l}.users.read`],
     [
       "PUT",
@@ -555,7 +522,7 @@ Deno.test("/1.1/lines: tokens and ACLs", async (t) => {
     ],
     ["PUT", `/users/${u}/lines/${l}`, `confd.users.${u}.lines.${l}.update`],
     ["GET", `/users/${u}/lines`, `confd.users.${u}.lines.read`],
-    ...pairs.flatMap(({ type, l, e }): [string, string, string][] => [
+    ...pairs.flatMap(({ type, l, e }): AclRoute[] => [
       [
         "PUT",
         `/lines/${l}/endpoints/${type}/${e}`,
@@ -569,25 +536,12 @@ Deno.test("/1.1/lines: tokens and ACLs", async (t) => {
       `/users/${alice.uuid}/lines/main/associated/endpoints/sip`,
       `confd.users.${alice.uuid}.lines.main.associated.endpoints.sip.read`,
     ],
-    ...pairs.map(({ type, l, e }): [string, string, string] => [
+    ...pairs.map(({ type, l, e }): AclRoute => [
       "DELETE",
       `/lines/${l}/endpoints/${type}/${e}`,
       `confd.lines.${l}.endpoints.${type}.${e}.delete`,
     ]),
     ["DELETE", `/users/${u}/lines/${l}`, `confd.users.${u}.lines.${l}.delete`],
     ["DELETE", `/lines/${l}`, `confd.lines.${l}.delete`],
-  ];
-  const narrow = await confd(ctx, ["confd.contexts.#"]);
-  const allowed = await confd(ctx, routes.map(([, , acl]) => acl));
-  for (const [method, path, acl] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const body = method === "GET" ? undefined : { context: "default" };
-      const refused = await narrow.call(method, path, body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const response = await allowed.call(method, path, body);
-      assert.ok(response.status < 300, `${method} ${path}: ${response.status}`);
-      await response.body?.cancel();
-    });
-  }
+  ]);
 });

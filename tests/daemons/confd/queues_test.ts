@@ -1,18 +1,14 @@
 import assert from "node:assert/strict";
 import { findQueueByNumber } from "../../../lib/store/queues.ts";
-import { confd, expectConfdError, setup, type TestContext } from "../../helpers.ts";
+import { expectAcls, expectConfdError, expectNotFound, setupConfd } from "../../helpers.ts";
 
 Deno.test("/1.1/queues: create, get, list, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   let id = 0;
 
   await t.step("POST answers 201 with Location and the defaults", async () => {
-    const response = await api.post("/queues", { name: "sales", number: "3000", other: 1 });
-    assert.equal(response.status, 201);
-    const body = await response.json();
+    const body = await api.create("/queues", { name: "sales", number: "3000", other: 1 });
     id = body.id;
-    assert.equal(response.headers.get("location"), `/1.1/queues/${id}`);
     assert.deepEqual(body, {
       id,
       name: "sales",
@@ -31,9 +27,8 @@ Deno.test("/1.1/queues: create, get, list, update, delete", async (t) => {
       (await api.post("/queues", { name: "support", display_name: "Help" })).status,
       201,
     );
-    const list = await (await api.get("/queues?number=3000")).json();
-    assert.deepEqual(list.items.map((q: { name: string }) => q.name), ["sales"]);
-    assert.equal((await (await api.get("/queues?search=help")).json()).items[0].name, "support");
+    assert.deepEqual((await api.list("/queues?number=3000")).values, ["sales"]);
+    assert.deepEqual((await api.list("/queues?search=help")).values, ["support"]);
   });
 
   await t.step("PUT changes what it sends; the number may move or go", async () => {
@@ -99,7 +94,7 @@ Deno.test("/1.1/queues: create, get, list, update, delete", async (t) => {
       /^Resource Error - Queue is associated with a CallQualification$/,
     );
     assert.equal((await api.delete(`/queues/${id}/call_qualifications/${q.id}`)).status, 204);
-    assert.equal((await (await api.get(`/queues/${id}/call_qualifications`)).json()).total, 0);
+    assert.equal((await api.list(`/queues/${id}/call_qualifications`)).total, 0);
   });
 
   await t.step("a queue with a callback list cannot be deleted", async () => {
@@ -113,35 +108,27 @@ Deno.test("/1.1/queues: create, get, list, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then the queue is gone", async () => {
-    assert.equal((await api.delete(`/queues/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/queues/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - Queue was not found \\('id': ${id}\\)$`),
-    );
+    await api.expectDeleted("/queues", "Queue", { id });
   });
 });
 
 Deno.test("/1.1/queues: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   assert.equal((await api.post("/queues", { name: "sales", number: "3000" })).status, 201);
   assert.equal((await api.post("/agents", { number: "8000" })).status, 201);
   assert.equal((await api.post("/call_qualifications", { name: "Sale" })).status, 201);
 
   await t.step("unknown or malformed ids: 404", async () => {
-    await expectConfdError(await api.get("/queues/99"), 404, /Queue was not found \('id': 99\)/);
-    await expectConfdError(await api.get("/queues/x"), 404, /\('id': 'x'\)/);
-    await expectConfdError(await api.put("/queues/99", {}), 404, /Queue was not found/);
-    await expectConfdError(await api.delete("/queues/99"), 404, /Queue was not found/);
+    await api.expectUnknownId("/queues", "Queue", { id: 99 });
+    await api.expectUnknownId("/queues", "Queue", { id: "x" });
     await expectConfdError(await api.put("/queues/99/members/agents/1"), 404, /Queue was not/);
     await expectConfdError(await api.put("/queues/1/members/agents/9"), 404, /Agent was not/);
     await expectConfdError(await api.delete("/queues/1/members/agents/9"), 404, /Agent was not/);
     await expectConfdError(await api.get("/queues/99/call_qualifications"), 404, /Queue was not/);
-    await expectConfdError(
+    await expectNotFound(
       await api.put("/queues/1/call_qualifications/9"),
-      404,
-      /^Resource Not Found - CallQualification was not found \('id': 9\)$/,
+      "CallQualification",
+      { id: 9 },
     );
     await expectConfdError(
       await api.delete("/queues/99/call_qualifications/1"),
@@ -151,7 +138,7 @@ Deno.test("/1.1/queues: every error", async (t) => {
   });
 
   await t.step("invalid fields: 400 naming the field", async () => {
-    const cases: [unknown, RegExp][] = [
+    await api.expectInvalid("POST", "/queues", [
       [{}, /^Input Error - field 'name': /],
       [{ name: "" }, /field 'name': Shorter than minimum length 1/],
       [{ name: "with space" }, /field 'name': Must be letters/],
@@ -164,10 +151,7 @@ Deno.test("/1.1/queues: every error", async (t) => {
       [{ name: "q", wrapup_seconds: -1 }, /field 'wrapup_seconds': Must be greater/],
       [{ name: "q", wrapup_seconds: 1.5 }, /field 'wrapup_seconds'/],
       [{ name: "q", display_name: "d".repeat(129) }, /field 'display_name'/],
-    ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/queues", body), 400, pattern);
-    }
+    ]);
     await expectConfdError(await api.put("/queues/1", { number: "5000" }), 400, /field 'number'/);
     await expectConfdError(await api.put("/queues/1", { context: "x" }), 400, /field 'context'/);
     await expectConfdError(
@@ -180,7 +164,7 @@ Deno.test("/1.1/queues: every error", async (t) => {
       400,
       /field 'penalty'/,
     );
-    await expectConfdError(await api.put("/queues/1/members/agents/1", "{x"), 400, /valid JSON/);
+    await api.expectJsonObjectBody("PUT", "/queues/1/members/agents/1");
   });
 
   await t.step("a taken name, or a taken number in the context: 400", async () => {
@@ -202,8 +186,7 @@ Deno.test("/1.1/queues: every error", async (t) => {
 });
 
 Deno.test("/1.1/queues: ACLs", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   assert.equal((await api.post("/queues", { name: "sales" })).status, 201);
   assert.equal((await api.post("/agents", { number: "8000" })).status, 201);
   assert.equal((await api.post("/call_qualifications", { name: "Sale" })).status, 201);
@@ -220,22 +203,3 @@ Deno.test("/1.1/queues: ACLs", async (t) => {
     ["DELETE", "/queues/1", "confd.queues.1.delete"],
   ]);
 });
-
-/** Each route refuses a token without its ACL (403 naming it) and accepts one with only it. */
-async function expectAcls(
-  t: Deno.TestContext,
-  ctx: TestContext,
-  routes: [string, string, string, unknown?][],
-) {
-  const narrow = await confd(ctx, ["confd.nothing.read"]);
-  for (const [method, path, acl, body] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const allowed = await (await confd(ctx, [acl])).call(method, path, body);
-      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
-      await allowed.body?.cancel();
-    });
-  }
-}

@@ -3,7 +3,7 @@ import {
   recordSwitchboardCall,
   type SwitchboardCallRecord,
 } from "../../../lib/store/switchboards.ts";
-import { confd, expectConfdError, setup } from "../../helpers.ts";
+import { expectAcls, expectConfdError, expectNotFound, setupConfd } from "../../helpers.ts";
 
 const at = (day: number, hour: number, minute = 0, second = 0) =>
   Date.UTC(2024, 0, day, hour, minute, second);
@@ -20,24 +20,19 @@ const call = (fields: Partial<SwitchboardCallRecord>): SwitchboardCallRecord => 
 });
 
 Deno.test("/1.1/switchboards: create, list, get, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   let id = 0;
 
   await t.step("POST answers 201 with Location and the switchboard", async () => {
-    const response = await api.post("/switchboards", { name: "Reception" });
-    assert.equal(response.status, 201);
-    const body = await response.json();
+    const body = await api.create("/switchboards", { name: "Reception" });
     id = body.id;
-    assert.equal(response.headers.get("location"), `/1.1/switchboards/${id}`);
     assert.deepEqual(body, { id, name: "Reception" });
   });
 
   await t.step("GET lists and searches", async () => {
     await (await api.post("/switchboards", { name: "Night desk" })).body?.cancel();
-    assert.equal((await (await api.get("/switchboards")).json()).total, 2);
-    const found = await (await api.get("/switchboards?search=night")).json();
-    assert.deepEqual(found.items.map((s: { name: string }) => s.name), ["Night desk"]);
+    assert.equal((await api.list("/switchboards")).total, 2);
+    assert.deepEqual((await api.list("/switchboards?search=night")).values, ["Night desk"]);
   });
 
   await t.step("GET by id and PUT", async () => {
@@ -50,29 +45,17 @@ Deno.test("/1.1/switchboards: create, list, get, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then the switchboard is gone", async () => {
-    assert.equal((await api.delete(`/switchboards/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/switchboards/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - Switchboard was not found \\('id': ${id}\\)$`),
-    );
+    await api.expectDeleted("/switchboards", "Switchboard", { id });
   });
 });
 
 Deno.test("/1.1/switchboards: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   await (await api.post("/switchboards", { name: "Reception" })).body?.cancel();
 
   await t.step("unknown ids: 404", async () => {
-    await expectConfdError(await api.get("/switchboards/999"), 404, /\('id': 999\)/);
-    await expectConfdError(await api.put("/switchboards/999", {}), 404, /not found/);
-    await expectConfdError(await api.delete("/switchboards/999"), 404, /not found/);
-    await expectConfdError(
-      await api.get("/switchboards/999/stats"),
-      404,
-      /^Resource Not Found - Switchboard was not found \('id': 999\)$/,
-    );
+    await api.expectUnknownId("/switchboards", "Switchboard", { id: 999 });
+    await expectNotFound(await api.get("/switchboards/999/stats"), "Switchboard", { id: 999 });
   });
 
   await t.step("invalid fields: 400 Input Error naming the field", async () => {
@@ -99,8 +82,7 @@ Deno.test("/1.1/switchboards: every error", async (t) => {
 });
 
 Deno.test("/1.1/switchboards/{id}/stats: per-day figures from the call records", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   const { store } = ctx.services;
   await (await api.post("/switchboards", { name: "Reception" })).body?.cancel();
   const stats = async (query = "") => {
@@ -172,27 +154,14 @@ Deno.test("/1.1/switchboards/{id}/stats: per-day figures from the call records",
 });
 
 Deno.test("/1.1/switchboards: ACLs", async (t) => {
-  const ctx = await setup();
-  const admin = await confd(ctx);
+  const { ctx, api: admin } = await setupConfd();
   await (await admin.post("/switchboards", { name: "first" })).body?.cancel();
-  const narrow = await confd(ctx, ["confd.contexts.#"]);
-  const routes: [string, string, string, unknown?][] = [
+  await expectAcls(t, ctx, [
     ["GET", "/switchboards", "confd.switchboards.read"],
     ["POST", "/switchboards", "confd.switchboards.create", { name: "second" }],
     ["GET", "/switchboards/1", "confd.switchboards.1.read"],
     ["PUT", "/switchboards/1", "confd.switchboards.1.update", {}],
     ["GET", "/switchboards/1/stats", "confd.switchboards.1.stats.read"],
     ["DELETE", "/switchboards/1", "confd.switchboards.1.delete"],
-  ];
-  const granted = await confd(ctx, routes.map(([, , acl]) => acl));
-  for (const [method, path, acl, body] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const allowed = await granted.call(method, path, body);
-      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
-      await allowed.body?.cancel();
-    });
-  }
+  ]);
 });

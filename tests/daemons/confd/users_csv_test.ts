@@ -1,14 +1,21 @@
 import assert from "node:assert/strict";
 import { parseCsv } from "../../../lib/csv.ts";
-import { confd, expectConfdError, postJson, setup, type TestContext } from "../../helpers.ts";
+import {
+  type Confd,
+  confd,
+  expectConfdError,
+  expectMissingAcl,
+  postJson,
+  setup,
+  setupConfd,
+  type TestContext,
+} from "../../helpers.ts";
 
-type Api = Awaited<ReturnType<typeof confd>>;
-
-function csvRequest(api: Api, method: "POST" | "PUT", csv: string) {
+function csvRequest(api: Confd, method: "POST" | "PUT", csv: string) {
   return api.call(method, "/users/import", csv, { "Content-Type": "text/csv; charset=utf-8" });
 }
 
-const exportCsv = (api: Api) => api.get("/users/export", { Accept: "text/csv; charset=utf-8" });
+const exportCsv = (api: Confd) => api.get("/users/export", { Accept: "text/csv; charset=utf-8" });
 
 const HEADER =
   "firstname,lastname,email,username,password,line_protocol,context,exten,sip_username,voicemail_name,voicemail_number,call_permissions";
@@ -21,8 +28,8 @@ async function withPermissions(ctx: TestContext) {
   return api;
 }
 
-async function count(api: Api, path: string): Promise<number> {
-  return (await (await api.get(path)).json()).total;
+async function count(api: Confd, path: string): Promise<number> {
+  return (await api.list(path)).total;
 }
 
 Deno.test("POST /1.1/users/import creates users with their line, endpoint, extension, voicemail", async (t) => {
@@ -271,15 +278,11 @@ Deno.test("users import and export refuse a token without their ACL", async () =
     [await csvRequest(narrow, "PUT", "uuid\nx"), "confd.users.import.update"],
     [await exportCsv(narrow), "confd.users.export.read"],
   ];
-  for (const [response, acl] of cases) {
-    assert.equal(response.status, 403);
-    assert.deepEqual(await response.json(), [`Forbidden - missing ACL ${acl}`]);
-  }
+  for (const [response, acl] of cases) await expectMissingAcl(response, acl);
 });
 
 Deno.test("GET /1.1/users?view=summary shows each user's main line", async () => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const csv =
     "firstname,lastname,line_protocol,context,exten\nAlice,Martin,sip,default,1001\nBob,,,,";
   assert.equal((await csvRequest(api, "POST", csv)).status, 201);
@@ -305,6 +308,7 @@ Deno.test("GET /1.1/users?view=summary shows each user's main line", async () =>
   assert.match(items[0].provisioning_code, /^\d{6}$/);
   assert.equal(items[1].extension, null);
   assert.equal(items[1].protocol, null);
-  const search = await (await api.get("/users?view=summary&search=1001")).json();
-  assert.deepEqual(search.items.map((u: { firstname: string }) => u.firstname), ["Alice"]);
+  assert.deepEqual((await api.list("/users?view=summary&search=1001", "firstname")).values, [
+    "Alice",
+  ]);
 });

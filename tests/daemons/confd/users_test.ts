@@ -1,26 +1,20 @@
 import assert from "node:assert/strict";
 import { transact } from "../../../lib/store/records.ts";
 import { users } from "../../../lib/store/users.ts";
-import { confd, expectConfdError, postJson, setup } from "../../helpers.ts";
-
-type Api = Awaited<ReturnType<typeof confd>>;
-
-async function createUser(api: Api, body: Record<string, unknown>) {
-  const response = await api.post("/users", body);
-  assert.equal(response.status, 201, JSON.stringify(await response.clone().json()));
-  return await response.json();
-}
+import {
+  expectAcls,
+  expectConfdError,
+  expectNotFound,
+  postJson,
+  setupConfd,
+} from "../../helpers.ts";
 
 Deno.test("/1.1/users: create, read by id or uuid, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   let alice: Record<string, unknown> = {};
 
   await t.step("POST with only a firstname: 201, Location, defaults, nulls", async () => {
-    const response = await api.post("/users", { firstname: "Alice", unknown_field: 1 });
-    assert.equal(response.status, 201);
-    alice = await response.json();
-    assert.equal(response.headers.get("location"), `/1.1/users/${alice.id}`);
+    alice = await api.create("/users", { firstname: "Alice", unknown_field: 1 });
     assert.match(String(alice.uuid), /^[0-9a-f-]{36}$/);
     assert.equal(alice.firstname, "Alice");
     for (
@@ -68,9 +62,9 @@ Deno.test("/1.1/users: create, read by id or uuid, update, delete", async (t) =>
   await t.step(
     "the caller id is generated from the names only when absent at creation",
     async () => {
-      const bob = await createUser(api, { firstname: "Bob", lastname: "Durand" });
+      const bob = await api.create("/users", { firstname: "Bob", lastname: "Durand" });
       assert.equal(bob.caller_id, '"Bob Durand"');
-      const given = await createUser(api, { firstname: "Carol", caller_id: '"C" <1003>' });
+      const given = await api.create("/users", { firstname: "Carol", caller_id: '"C" <1003>' });
       assert.equal(given.caller_id, '"C" <1003>');
       assert.equal((await api.put(`/users/${bob.id}`, { firstname: "Robert" })).status, 204);
       const renamed = await (await api.get(`/users/${bob.id}`)).json();
@@ -97,26 +91,23 @@ Deno.test("/1.1/users: create, read by id or uuid, update, delete", async (t) =>
 
   await t.step("DELETE: 204, then 404", async () => {
     assert.equal((await api.delete(`/users/${alice.uuid}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/users/${alice.id}`),
-      404,
-      new RegExp(`^Resource Not Found - User was not found \\('id': ${alice.id}\\)$`),
-    );
-    await expectConfdError(
-      await api.get(`/users/${alice.uuid}`),
-      404,
-      new RegExp(`\\('uuid': '${alice.uuid}'\\)`),
-    );
+    await expectNotFound(await api.get(`/users/${alice.id}`), "User", { id: Number(alice.id) });
+    await expectNotFound(await api.get(`/users/${alice.uuid}`), "User", {
+      uuid: String(alice.uuid),
+    });
     await expectConfdError(await api.delete(`/users/${alice.id}`), 404, /not found/);
   });
 });
 
 Deno.test("/1.1/users: a user with username and password is a CTI user", async () => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   const login = (password: string) =>
     postJson(ctx, "/svc/api/2.0/auth/login", { login: "dave", password });
-  const dave = await createUser(api, { firstname: "Dave", username: "dave", password: "first-pw" });
+  const dave = await api.create("/users", {
+    firstname: "Dave",
+    username: "dave",
+    password: "first-pw",
+  });
   assert.equal((await login("first-pw")).status, 200);
   assert.equal((await api.put(`/users/${dave.id}`, { password: "second-pw" })).status, 204);
   assert.equal((await login("first-pw")).status, 401);
@@ -131,9 +122,8 @@ Deno.test("/1.1/users: a user with username and password is a CTI user", async (
 });
 
 Deno.test("/1.1/users: validation and conflicts", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
-  const alice = await createUser(api, { firstname: "Alice", username: "alice" });
+  const { ctx, api } = await setupConfd();
+  const alice = await api.create("/users", { firstname: "Alice", username: "alice" });
 
   await t.step("each bad field answers 400 naming it", async () => {
     const cases: [Record<string, unknown>, string][] = [
@@ -171,20 +161,15 @@ Deno.test("/1.1/users: validation and conflicts", async (t) => {
       400,
       /field 'firstname'/,
     );
-    await expectConfdError(await api.post("/users", "{"), 400, /not valid JSON/);
+    await api.expectJsonObjectBody("POST", "/users");
   });
 
   await t.step("a taken username: 400 Resource Error", async () => {
-    await expectConfdError(
-      await api.post("/users", { firstname: "Other", username: "alice" }),
-      400,
+    await api.expectTaken(
+      "/users",
+      { firstname: "Other", username: "alice" },
+      { firstname: "Other" },
       /^Resource Error - User already exists \('username': 'alice'\)$/,
-    );
-    const other = await createUser(api, { firstname: "Other" });
-    await expectConfdError(
-      await api.put(`/users/${other.id}`, { username: "alice" }),
-      400,
-      /User already exists/,
     );
   });
 
@@ -203,16 +188,13 @@ Deno.test("/1.1/users: validation and conflicts", async (t) => {
 });
 
 Deno.test("/1.1/users lists", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   for (const [firstname, lastname] of [["Zoé", "Ärger"], ["anna", "Berg"], ["Marc", "Aubert"]]) {
-    await createUser(api, { firstname, lastname });
+    await api.create("/users", { firstname, lastname });
   }
   const list = async (query: string) => {
-    const response = await api.get(`/users?${query}`);
-    assert.equal(response.status, 200, query);
-    const body = await response.json();
-    return [body.total, body.items.map((u: { firstname: string }) => u.firstname)];
+    const { total, values } = await api.list(`/users?${query}`, "firstname");
+    return [total, values];
   };
   await t.step("search, filters, order, paging", async () => {
     assert.deepEqual(await list("search=zoe"), [1, ["Zoé"]]);
@@ -230,9 +212,8 @@ Deno.test("/1.1/users lists", async (t) => {
 });
 
 Deno.test("/1.1/users services and forwards", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
-  const user = await createUser(api, { firstname: "Alice" });
+  const { api } = await setupConfd();
+  const user = await api.create("/users", { firstname: "Alice" });
   const path = `/users/${user.id}`;
 
   await t.step("services: DND and incoming call filter", async () => {
@@ -316,37 +297,29 @@ Deno.test("/1.1/users services and forwards", async (t) => {
   });
 });
 
-Deno.test("/1.1/users: every route refuses a token without its ACL", async (t) => {
-  const ctx = await setup();
-  const admin = await confd(ctx);
-  const user = await createUser(admin, { firstname: "Alice" });
-  const narrow = await confd(ctx, ["confd.contexts.#"]);
-  const id = user.id;
-  const routes: [string, string, string][] = [
+Deno.test("/1.1/users: every route needs its ACL", async (t) => {
+  const { ctx, api } = await setupConfd();
+  const { id, uuid } = await api.create("/users", { firstname: "Alice" });
+  await expectAcls(t, ctx, [
     ["GET", "/users", "confd.users.read"],
-    ["POST", "/users", "confd.users.create"],
+    ["POST", "/users", "confd.users.create", { firstname: "Bob" }],
     ["GET", `/users/${id}`, `confd.users.${id}.read`],
-    ["PUT", `/users/${id}`, `confd.users.${id}.update`],
-    ["DELETE", `/users/${id}`, `confd.users.${id}.delete`],
+    ["GET", `/users/${uuid}`, `confd.users.${uuid}.read`], // a uuid fills the template too
+    ["PUT", `/users/${id}`, `confd.users.${id}.update`, {}],
     ["GET", `/users/${id}/services`, `confd.users.${id}.services.read`],
     ["GET", `/users/${id}/services/dnd`, `confd.users.${id}.services.dnd.read`],
-    ["PUT", `/users/${id}/services/dnd`, `confd.users.${id}.services.dnd.update`],
+    ["PUT", `/users/${id}/services/dnd`, `confd.users.${id}.services.dnd.update`, {
+      enabled: true,
+    }],
     ["GET", `/users/${id}/forwards`, `confd.users.${id}.forwards.read`],
-    ["PUT", `/users/${id}/forwards`, `confd.users.${id}.forwards.update`],
+    ["PUT", `/users/${id}/forwards`, `confd.users.${id}.forwards.update`, {}],
     ["GET", `/users/${id}/forwards/busy`, `confd.users.${id}.forwards.busy.read`],
-    ["PUT", `/users/${id}/forwards/busy`, `confd.users.${id}.forwards.busy.update`],
-  ];
-  for (const [method, path, acl] of routes) {
-    await t.step(`${method} ${path}`, async () => {
-      const response = await narrow.call(method, path, method === "GET" ? undefined : {});
-      assert.equal(response.status, 403);
-      assert.deepEqual(await response.json(), [`Forbidden - missing ACL ${acl}`]);
-    });
-  }
-  await t.step("a uuid fills the ACL template too", async () => {
-    const response = await narrow.get(`/users/${user.uuid}`);
-    assert.deepEqual(await response.json(), [
-      `Forbidden - missing ACL confd.users.${user.uuid}.read`,
-    ]);
-  });
+    [
+      "PUT",
+      `/users/${id}/forwards/busy`,
+      `confd.users.${id}.forwards.busy.update`,
+      { enabled: false },
+    ],
+    ["DELETE", `/users/${id}`, `confd.users.${id}.delete`],
+  ]);
 });

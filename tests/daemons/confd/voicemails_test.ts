@@ -1,20 +1,22 @@
 import assert from "node:assert/strict";
 import { getUser } from "../../../lib/store/users.ts";
-import { confd, ctiUser, expectConfdError, setup } from "../../helpers.ts";
+import {
+  ctiUser,
+  expectAcls,
+  expectConfdError,
+  expectNotFound,
+  setupConfd,
+} from "../../helpers.ts";
 
 const MAILBOX = { name: "Alice", number: "1001", context: "default" };
 
 Deno.test("/1.1/voicemails: create, list, get, update, delete", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   let id = 0;
 
   await t.step("POST answers 201 with Location and the voicemail with its defaults", async () => {
-    const response = await api.post("/voicemails", { ...MAILBOX, users: [{ id: 3 }] });
-    assert.equal(response.status, 201);
-    const body = await response.json();
+    const body = await api.create("/voicemails", { ...MAILBOX, users: [{ id: 3 }] });
     id = body.id;
-    assert.equal(response.headers.get("location"), `/1.1/voicemails/${id}`);
     assert.deepEqual(body, {
       id,
       ...MAILBOX,
@@ -50,19 +52,14 @@ Deno.test("/1.1/voicemails: create, list, get, update, delete", async (t) => {
       enabled: false,
       options: [["saycid", "yes"]],
     };
-    const response = await api.post("/voicemails", full);
-    assert.equal(response.status, 201);
-    const body = await response.json();
+    const body = await api.create("/voicemails", full);
     assert.deepEqual(body, { id: body.id, ...full, users: [] });
   });
 
   await t.step("GET lists with filters and search", async () => {
-    const all = await (await api.get("/voicemails")).json();
-    assert.equal(all.total, 2);
-    const found = await (await api.get("/voicemails?search=BOB")).json();
-    assert.deepEqual(found.items.map((v: { number: string }) => v.number), ["1002"]);
-    const filtered = await (await api.get("/voicemails?enabled=false")).json();
-    assert.deepEqual(filtered.items.map((v: { number: string }) => v.number), ["1002"]);
+    assert.equal((await api.list("/voicemails")).total, 2);
+    assert.deepEqual((await api.list("/voicemails?search=BOB", "number")).values, ["1002"]);
+    assert.deepEqual((await api.list("/voicemails?enabled=false", "number")).values, ["1002"]);
   });
 
   await t.step("GET by id and PUT changing only what it sends", async () => {
@@ -82,28 +79,20 @@ Deno.test("/1.1/voicemails: create, list, get, update, delete", async (t) => {
   });
 
   await t.step("DELETE answers 204, then the voicemail is gone", async () => {
-    assert.equal((await api.delete(`/voicemails/${id}`)).status, 204);
-    await expectConfdError(
-      await api.get(`/voicemails/${id}`),
-      404,
-      new RegExp(`^Resource Not Found - Voicemail was not found \\('id': ${id}\\)$`),
-    );
+    await api.expectDeleted("/voicemails", "Voicemail", { id });
   });
 });
 
 Deno.test("/1.1/voicemails: every error", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { api } = await setupConfd();
   const created = await (await api.post("/voicemails", MAILBOX)).json();
 
   await t.step("unknown ids: 404", async () => {
-    await expectConfdError(await api.get("/voicemails/999"), 404, /\('id': 999\)/);
-    await expectConfdError(await api.put("/voicemails/999", {}), 404, /not found/);
-    await expectConfdError(await api.delete("/voicemails/999"), 404, /not found/);
+    await api.expectUnknownId("/voicemails", "Voicemail", { id: 999 });
   });
 
   await t.step("invalid fields: 400 Input Error naming the field", async () => {
-    const cases: [unknown, RegExp][] = [
+    await api.expectInvalid("POST", "/voicemails", [
       [{ number: "1002", context: "default" }, /^Input Error - field 'name': /],
       [{ ...MAILBOX, name: "n".repeat(81) }, /field 'name': Longer than maximum length 80/],
       [{ name: "x", context: "default" }, /field 'number': /],
@@ -125,10 +114,7 @@ Deno.test("/1.1/voicemails: every error", async (t) => {
       [{ ...MAILBOX, enabled: "yes" }, /field 'enabled'/],
       [{ ...MAILBOX, options: [["a"]] }, /field 'options.0'/],
       [{ ...MAILBOX, options: "a=b" }, /field 'options'/],
-    ];
-    for (const [body, pattern] of cases) {
-      await expectConfdError(await api.post("/voicemails", body), 400, pattern);
-    }
+    ]);
     await expectConfdError(
       await api.put(`/voicemails/${created.id}`, { context: "nowhere" }),
       400,
@@ -144,20 +130,12 @@ Deno.test("/1.1/voicemails: every error", async (t) => {
   await t.step("a taken (number, context): 400 Resource Error", async () => {
     const message =
       /^Resource Error - Voicemail already exists \('number': '1001', 'context': 'default'\)$/;
-    await expectConfdError(await api.post("/voicemails", MAILBOX), 400, message);
-    const other = await (await api.post("/voicemails", { ...MAILBOX, context: "to-extern" }))
-      .json();
-    await expectConfdError(
-      await api.put(`/voicemails/${other.id}`, { context: "default" }),
-      400,
-      message,
-    );
+    await api.expectTaken("/voicemails", MAILBOX, { ...MAILBOX, context: "to-extern" }, message);
   });
 });
 
 Deno.test("/1.1/users/{id}/voicemails: associate and dissociate", async (t) => {
-  const ctx = await setup();
-  const api = await confd(ctx);
+  const { ctx, api } = await setupConfd();
   const alice = await ctiUser(ctx, "alice");
   const bob = await ctiUser(ctx, "bob");
   const first = await (await api.post("/voicemails", MAILBOX)).json();
@@ -173,8 +151,11 @@ Deno.test("/1.1/users/{id}/voicemails: associate and dissociate", async (t) => {
     assert.equal((await api.put(`/users/${alice.id}/voicemails/${first.id}`)).status, 204);
     assert.equal((await api.put(`/users/${bob.uuid}/voicemails/${first.id}`)).status, 204);
     assert.equal((await getUser(ctx.services.store, alice.id))?.voicemail_id, first.id);
-    const listed = await (await api.get(`/users/${alice.uuid}/voicemails`)).json();
-    assert.deepEqual(listed, { total: 1, items: [{ user_id: alice.id, voicemail_id: first.id }] });
+    const association = await (await api.get(`/users/${alice.uuid}/voicemails`)).json();
+    assert.deepEqual(association, {
+      total: 1,
+      items: [{ user_id: alice.id, voicemail_id: first.id }],
+    });
     const voicemail = await (await api.get(`/voicemails/${first.id}`)).json();
     assert.deepEqual(voicemail.users, [{ id: alice.id }, { id: bob.id }]);
   });
@@ -202,16 +183,9 @@ Deno.test("/1.1/users/{id}/voicemails: associate and dissociate", async (t) => {
       400,
       /field 'voicemail_id': Voicemail was not found \('id': 'abc'\)/,
     );
-    await expectConfdError(
-      await api.put(`/users/999/voicemails/${second.id}`),
-      404,
-      /^Resource Not Found - User was not found \('id': 999\)$/,
-    );
-    await expectConfdError(
-      await api.get("/users/no-such-uuid/voicemails"),
-      404,
-      /User was not found \('uuid': 'no-such-uuid'\)/,
-    );
+    await expectNotFound(await api.put(`/users/999/voicemails/${second.id}`), "User", { id: 999 });
+    const uuid = "no-such-uuid";
+    await expectNotFound(await api.get(`/users/${uuid}/voicemails`), "User", { uuid });
   });
 
   await t.step("an associated voicemail stays editable (15.15) but cannot be deleted", async () => {
@@ -242,12 +216,10 @@ Deno.test("/1.1/users/{id}/voicemails: associate and dissociate", async (t) => {
 });
 
 Deno.test("/1.1/voicemails: ACLs", async (t) => {
-  const ctx = await setup();
-  const admin = await confd(ctx);
+  const { ctx, api: admin } = await setupConfd();
   await (await admin.post("/voicemails", MAILBOX)).body?.cancel();
   const user = await ctiUser(ctx);
-  const narrow = await confd(ctx, ["confd.contexts.#"]);
-  const routes: [string, string, string, unknown?][] = [
+  await expectAcls(t, ctx, [
     ["GET", "/voicemails", "confd.voicemails.read"],
     ["POST", "/voicemails", "confd.voicemails.create", { ...MAILBOX, number: "1002" }],
     ["GET", "/voicemails/1", "confd.voicemails.1.read"],
@@ -256,16 +228,5 @@ Deno.test("/1.1/voicemails: ACLs", async (t) => {
     ["PUT", `/users/${user.id}/voicemails/1`, `confd.users.${user.id}.voicemails.1.update`],
     ["DELETE", `/users/${user.id}/voicemails/1`, `confd.users.${user.id}.voicemails.1.delete`],
     ["DELETE", "/voicemails/1", "confd.voicemails.1.delete"],
-  ];
-  const granted = await confd(ctx, routes.map(([, , acl]) => acl));
-  for (const [method, path, acl, body] of routes) {
-    await t.step(`${method} ${path} needs ${acl}`, async () => {
-      const refused = await narrow.call(method, path, body);
-      assert.equal(refused.status, 403);
-      assert.deepEqual(await refused.json(), [`Forbidden - missing ACL ${acl}`]);
-      const allowed = await granted.call(method, path, body);
-      assert.ok(allowed.status < 300, `${method} ${path}: ${allowed.status}`);
-      await allowed.body?.cancel();
-    });
-  }
+  ]);
 });
