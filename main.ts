@@ -30,6 +30,12 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
     fail(`cannot open the store SVC_KV=${config.kv}: ${(error as Error).message}`);
   }
   await prepareStore(services);
+  // events: delivered in the background from now on; the cron pass each minute (under the lease in
+  // the store) also picks up what another process left behind, e.g. one that was killed
+  services.events.start();
+  Deno.cron("redeliver events", "* * * * *", async () => {
+    await services.events.deliverDue();
+  });
   // a process that died in the middle of an import leaves a journal: undo it once it is stale
   Deno.cron("undo unfinished imports", "* * * * *", async () => {
     await recoverBulkWrites(services.store, services.clock.now());
@@ -39,6 +45,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   // They run from the event loop, so `server` is always set by the time one does.
   const stop = async () => {
     await server.shutdown();
+    await services.events.close(); // posts in flight end, the lease is given back
     services.store.close();
     Deno.exit(0);
   };

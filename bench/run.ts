@@ -3,11 +3,21 @@
  * loopback and prints, for each scenario, requests per second, latencies and the ratio to the
  * first scenario (the baseline).
  *
+ * Also measured, without wrk: events delivered per second by the event export (decisions §7) to
+ * a local `Deno.serve` receiver in this process, from a store file holding 20,000 due events; and
+ * the time from `POST /dial/number` on the real server to its first event (`EventDialing`) at a
+ * receiver in this process (simulated phones answering at once: `SVC_SIM_ANSWER_MS=0`).
+ *
  * Add a scenario by appending to `scenarios`: a name and a function answering what wrk requests.
  * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
  * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
  */
 import { fileURLToPath } from "node:url";
+import { systemClock } from "../lib/clock.ts";
+import { EventExport } from "../lib/events/export.ts";
+import { type EventMessage, platformMessage } from "../lib/events/messages.ts";
+import { createLogger } from "../lib/log.ts";
+import { Store } from "../lib/store/store.ts";
 
 /** What wrk requests. */
 interface Target {
@@ -25,6 +35,8 @@ interface Servers {
   svc: string;
   /** A token of the administrator web service user. */
   adminToken: string;
+  /** Where the real server posts its events. */
+  events: ReturnType<typeof dialingReceiver>;
 }
 
 interface Scenario {
@@ -43,6 +55,145 @@ async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {
   timings.push({ name, ms: performance.now() - started });
   return result;
 }
+
+/** Throughputs measured outside wrk, printed after the table. */
+const rates: { name: string; count: number; ms: number }[] = [];
+
+/**
+ * Publishes `users` × `perUser` phone events into a temporary store file, then starts an
+ * `EventExport` posting them (signed, as with `SVC_EVENT_SECRET`) to a receiver in this process,
+ * and times from `start()` until the receiver has them all.
+ */
+async function eventDelivery(users = 200, perUser = 100): Promise<void> {
+  const total = users * perUser;
+  const dir = await Deno.makeTempDir({ prefix: "svc-bench-events-" });
+  let received = 0;
+  const { promise: allReceived, resolve } = Promise.withResolvers<void>();
+  const receiver = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      await request.arrayBuffer();
+      if (++received === total) resolve();
+      return new Response(null, { status: 204 });
+    },
+  );
+  const store = await Store.open(`${dir}/events.kv`);
+  const events = new EventExport({
+    store,
+    clock: systemClock,
+    logger: createLogger("warn"),
+    url: `http://127.0.0.1:${receiver.addr.port}/pbx/1.0/event/bench/dropbox/`,
+    secret: "bench-secret",
+    retentionMs: 3_600_000,
+  });
+  try {
+    const messages: EventMessage[] = [];
+    for (let n = 0; n < perUser; n++) {
+      for (let u = 0; u < users; u++) {
+        messages.push(platformMessage({
+          kind: "phone",
+          userId: u + 1,
+          username: `user${u}`,
+          eventType: "EventRinging",
+          DN: `${10000 + u}`,
+          otherDN: "0612345678",
+          linkedId: `1767225600.${n}`,
+          uniqueId: `1767225600.${n * users + u}`,
+          userData: { PLATFORM_USERID: String(u + 1) },
+        }));
+      }
+    }
+    for (let start = 0; start < total; start += 500) {
+      await events.publish(messages.slice(start, start + 500));
+    }
+    const started = performance.now();
+    events.start();
+    const timeout = bounded(300_000);
+    const timedOut = new Promise<never>((_, reject) => {
+      timeout.addEventListener("abort", () => reject(new BenchError("events: not all received")));
+    });
+    timedOut.catch(() => {}); // it may settle after the race, when nobody listens any more
+    await Promise.race([allReceived, timedOut]);
+    rates.push({
+      name: `events delivered to a local receiver (${total.toLocaleString("en-US")} events, ` +
+        `${users} users, store file)`,
+      count: total,
+      ms: performance.now() - started,
+    });
+  } finally {
+    await events.close();
+    await receiver.shutdown();
+    store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** A receiver of the real server's events that tells when each `EventDialing` comes. */
+function dialingReceiver() {
+  const waiting: ((at: number) => void)[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request) => {
+      const event = await request.json();
+      if (event.message?.ctiMessage?.eventType === "EventDialing") {
+        waiting.shift()?.(performance.now());
+      }
+      return new Response(null, { status: 204 });
+    },
+  );
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/pbx/1.0/event/bench/dropbox/`,
+    /** When the next `EventDialing` arrives. */
+    nextDialing: () => new Promise<number>((resolve) => waiting.push(resolve)),
+    close: () => server.shutdown(),
+  };
+}
+
+/** Median and 90th percentile, in ms, of `count` dials one after the other. */
+async function dialLatency(servers: Servers, count = 30): Promise<void> {
+  const csv = "firstname,lastname,username,password,line_protocol,context,exten\n" +
+    "Dial,Bench,dialer,dialer-password,sip,default,1999\n";
+  await call(servers, "POST", "/1.1/users/import", csv, "text/csv");
+  const login = await fetch(`${servers.svc}/svc/api/2.0/auth/login`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ login: "dialer", password: "dialer-password" }),
+    signal: bounded(10_000),
+  });
+  if (!login.ok) throw new BenchError(`dialer login: ${login.status} ${await login.text()}`);
+  await login.body?.cancel();
+  const samples: number[] = [];
+  for (let n = 0; n < count; n++) {
+    const dialing = servers.events.nextDialing();
+    const started = performance.now();
+    await call(
+      servers,
+      "POST",
+      "/svc/api/2.0/dial/number/dialer",
+      JSON.stringify({ destination: "+33 6 12 34 56 78" }),
+      "application/json",
+    );
+    const timeout = bounded(10_000);
+    const arrived = await Promise.race([
+      dialing,
+      new Promise<never>((_, reject) =>
+        timeout.addEventListener("abort", () => reject(new BenchError("no EventDialing came")))
+      ),
+    ]);
+    samples.push(arrived - started);
+  }
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
+  latencies.push({
+    name:
+      `POST /dial/number → first event at the receiver (${count} dials, phones answering at once)`,
+    p50: at(0.5),
+    p90: at(0.9),
+  });
+}
+
+/** Latencies measured outside wrk, printed after the table. */
+const latencies: { name: string; p50: number; p90: number }[] = [];
 
 /** Calls the real server as the administrator; a non-2xx answer stops the bench. */
 async function call(servers: Servers, method: string, path: string, body: string, type: string) {
@@ -222,7 +373,12 @@ async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
 
   const svcPort = freePort();
   const svc = `http://127.0.0.1:${svcPort}`;
+  const events = dialingReceiver();
+  stack.defer(() => events.close());
   const svcServer = startDeno(stack, ["run", "--allow-all", "main.ts"], {
+    SVC_EVENT_URL: events.url,
+    SVC_SIM_ANSWER_MS: "0",
+    SVC_SIM_TALK_MS: "0",
     SVC_KV: kv,
     SVC_PORT: `${svcPort}`,
     SVC_HOSTNAME: "127.0.0.1",
@@ -243,7 +399,7 @@ async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
     throw new BenchError(`admin login: ${response.status} ${await response.text()}`);
   }
   const { token } = await response.json();
-  return { hello, svc, adminToken: token };
+  return { hello, svc, adminToken: token, events };
 }
 
 /** One request through fetch, so a wrong target fails clearly instead of measuring errors. */
@@ -349,10 +505,21 @@ async function main(): Promise<void> {
     console.log(`- ${scenario.name}`);
     results.push({ name: scenario.name, figures: await wrk(target) });
   }
+  console.log("- events delivered per second to a local receiver");
+  await eventDelivery();
+  console.log("- from POST /dial/number to the first event");
+  await dialLatency(servers);
   console.log();
   printTable(results);
   console.log();
   for (const { name, ms } of timings) console.log(`${name}: ${(ms / 1000).toFixed(2)} s`);
+  for (const { name, p50, p90 } of latencies) {
+    console.log(`${name}: p50 ${p50.toFixed(1)} ms, p90 ${p90.toFixed(1)} ms`);
+  }
+  for (const { name, count, ms } of rates) {
+    const perSecond = Math.round(count / ms * 1000).toLocaleString("en-US");
+    console.log(`${name}: ${perSecond}/s (${(ms / 1000).toFixed(2)} s)`);
+  }
   const failed = results.filter(({ figures }) => figures.errors > 0);
   if (failed.length > 0) {
     throw new BenchError(`errors during ${failed.map(({ name }) => name).join(", ")}`);

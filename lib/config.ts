@@ -20,6 +20,7 @@ export interface Config {
   trustProxy: boolean;
   platform: "sim";
   simAnswerMs: number;
+  simTalkMs: number;
   demo: boolean;
   logLevel: LogLevel;
   maxContacts: number;
@@ -113,6 +114,7 @@ const settings = {
   SVC_TRUST_PROXY: { default: "false", parse: boolean, key: "trustProxy" },
   SVC_PLATFORM: { default: "sim", parse: oneOf("sim"), key: "platform" },
   SVC_SIM_ANSWER_MS: { default: "1000", parse: integer(0, 3_600_000), key: "simAnswerMs" },
+  SVC_SIM_TALK_MS: { default: "5000", parse: integer(0, 86_400_000), key: "simTalkMs" },
   SVC_DEMO: { default: "false", parse: boolean, key: "demo" },
   SVC_LOG_LEVEL: {
     default: "info",

@@ -2,7 +2,12 @@ import { LoginThrottle } from "./auth/throttle.ts";
 import { loadJwtSecret, Tokens } from "./auth/tokens.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
+import { EventExport } from "./events/export.ts";
+import { platformMessage } from "./events/messages.ts";
 import { createLogger, type Logger } from "./log.ts";
+import type { Platform } from "./platform/port.ts";
+import { SimPlatform } from "./platform/sim/mod.ts";
+import { recordCalls } from "./store/call_history.ts";
 import { Store } from "./store/store.ts";
 
 /** What the areas share, built once per process and handed to every route module. */
@@ -13,10 +18,17 @@ export interface Services {
   throttle: LoginThrottle;
   clock: Clock;
   logger: Logger;
+  /** The telephony platform every area calls. */
+  platform: Platform;
+  /** The embedded simulated PBX behind `platform` (`SVC_PLATFORM=sim`), for its control API. */
+  sim: SimPlatform;
+  /** The outbox of events posted to `eventUrl`. */
+  events: EventExport;
 }
 
 /**
- * Opens the store and prepares the token key.
+ * Opens the store, prepares the token key, and builds the platform and the event export. Nothing
+ * runs in the background until `events.start()` (main.ts does it; tests drive delivery).
  *
  * @example
  * const services = await createServices(loadConfig({ SVC_KV: ":memory:" }));
@@ -33,5 +45,48 @@ export async function createServices(
     config.tokenTtl,
     clock,
   );
-  return { config, store, tokens, throttle: new LoginThrottle(store, clock), clock, logger };
+  const events = new EventExport({
+    store,
+    clock,
+    logger,
+    url: config.eventUrl,
+    secret: config.eventSecret,
+    retentionMs: config.eventRetention * 1000,
+  });
+  const sim = new SimPlatform({
+    store,
+    clock,
+    logger,
+    answerMs: config.simAnswerMs,
+    talkMs: config.simTalkMs,
+  });
+  connectPlatform(sim, events, store);
+  return {
+    config,
+    store,
+    tokens,
+    throttle: new LoginThrottle(store, clock),
+    clock,
+    logger,
+    platform: sim,
+    sim,
+    events,
+  };
+}
+
+/**
+ * Platform events go to the outbox first (decisions §7: durable before anything else sees them),
+ * finished calls to the call history.
+ */
+function connectPlatform(platform: Platform, events: EventExport, store: Store): void {
+  platform.onEvents(async (platformEvents) => {
+    const messages = platformEvents.flatMap((event) =>
+      event.kind === "call_ended" ? [] : [platformMessage(event)]
+    );
+    if (messages.length) await events.publish(messages);
+    const records = platformEvents.flatMap((event) =>
+      event.kind === "call_ended" ? event.records : []
+    );
+    if (records.length) await recordCalls(store, records);
+  });
 }

@@ -5,7 +5,13 @@ import { type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
 import { authRoutes } from "./auth.ts";
+import { dialRoutes } from "./dial.ts";
+import { dndRoutes } from "./dnd.ts";
+import { eventRoutes } from "./events.ts";
+import { forwardRoutes } from "./forwards.ts";
 import { healthRoutes } from "./health.ts";
+import { historyRoutes } from "./history.ts";
+import { simRoutes } from "./sim.ts";
 
 /** Base path of the current API. */
 export const API_V2 = "/svc/api/2.0";
@@ -20,6 +26,12 @@ export function createApp(services: Services) {
   const v2 = new Hono<AppEnv>();
   v2.use(limitBody(() => MiB));
   v2.route("/", authRoutes(services));
+  v2.route("/", dialRoutes(services));
+  v2.route("/", dndRoutes(services));
+  v2.route("/", forwardRoutes(services));
+  v2.route("/", historyRoutes(services));
+  v2.route("/", eventRoutes(services));
+  v2.route("/", simRoutes(services));
 
   const app = new Hono<AppEnv>();
   app.use(requestLog(services.logger));

@@ -226,7 +226,44 @@ export async function expectNotFound(
   );
 }
 
-/** Asserts 403 naming the ACL the token lacks. */
+/**
+ * Asserts a 2.0 (or 1.0) error: status, JSON content type, code, and a message matching `message`;
+ * answers the body.
+ */
+export async function expectError(
+  response: Response,
+  status: number,
+  code: string,
+  message: RegExp = /./,
+): Promise<{ error: string; message: string }> {
+  const text = await response.text();
+  assert.equal(response.status, status, text);
+  assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
+  const body = JSON.parse(text);
+  assert.equal(body.error, code, text);
+  assert.equal(typeof body.message, "string", text);
+  assert.match(body.message, message, text);
+  return body;
+}
+
+/** A port nobody listens on (a server was there a moment ago). */
+export async function closedPort(): Promise<number> {
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    () => new Response(),
+  );
+  const { port } = server.addr;
+  await server.shutdown();
+  return port;
+}
+
+/** Asserts the 2.0 API's 403 naming the ACL the token lacks. */
+export async function expectForbidden(response: Response, acl: string) {
+  assert.equal(response.status, 403);
+  assert.deepEqual(await response.json(), { error: "Forbidden", message: `missing ACL ${acl}` });
+}
+
+/** Asserts the configuration daemon's 403 naming the ACL the token lacks. */
 export async function expectMissingAcl(response: Response, acl: string) {
   assert.equal(response.status, 403);
   assert.deepEqual(await response.json(), [`Forbidden - missing ACL ${acl}`]);

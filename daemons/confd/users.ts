@@ -12,6 +12,15 @@ import { lines } from "../../lib/store/lines.ts";
 import { transact, type Transaction } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
 import {
+  FORWARD_KINDS,
+  InvalidUserServices,
+  MAX_DESTINATION_LENGTH,
+  setForward,
+  setForwards,
+  setService,
+  type UserServicesResult,
+} from "../../lib/user_services.ts";
+import {
   buildUser,
   type ForwardKind,
   type ServiceName,
@@ -24,7 +33,6 @@ import { inputError, notFound, resourceError } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
 import { listItems } from "./list.ts";
 
-const FORWARD_KINDS: readonly ForwardKind[] = ["busy", "noanswer", "unconditional"];
 const SERVICE_NAMES: readonly ServiceName[] = ["dnd", "incallfilter"];
 
 const text = fields.text;
@@ -185,7 +193,7 @@ function blockingAssociation(user: UserRecord): string | null {
 
 const forwardSchema = z.object({
   enabled: fields.boolean().optional(),
-  destination: text(128).optional(),
+  destination: text(MAX_DESTINATION_LENGTH).optional(),
 });
 
 const forwardsSchema = z.object(
@@ -194,21 +202,29 @@ const forwardsSchema = z.object(
 
 const serviceSchema = z.object({ enabled: fields.boolean() });
 
-/** A forward after a change; an enabled forward needs a destination (decisions §10). */
-function changeForward(
-  current: UserRecord["forwards"][ForwardKind],
-  input: z.infer<typeof forwardSchema>,
-  kind: string,
-) {
-  const next = { ...current, ...input };
-  if (next.destination === "") next.destination = null;
-  if (next.enabled && !next.destination) {
-    throw inputError(`${kind}.destination`, "An enabled forward needs a destination.");
+/**
+ * Runs a change of DND or forwards through `lib/user_services.ts`, as the 2.0 routes do (so the
+ * `UserConfigUpdate` event and the platform follow); its refusals become `Input Error`s.
+ */
+async function changeServices(
+  change: () => Promise<UserServicesResult | null>,
+  userId: number,
+): Promise<void> {
+  try {
+    if (!await change()) throw notFound("User", { id: userId });
+  } catch (error) {
+    if (!(error instanceof InvalidUserServices)) throw error;
+    throw inputError(
+      error.field,
+      error.reason === "destination_required"
+        ? "An enabled forward needs a destination."
+        : `Longer than maximum length ${MAX_DESTINATION_LENGTH}.`,
+    );
   }
-  return next;
 }
 
-export function userRoutes({ store, tokens }: Services) {
+export function userRoutes(services: Services) {
+  const { store, tokens } = services;
   const conflict = { label: "User" };
 
   /** Reads the user, lets `change` build its new version, and writes it, in one transaction. */
@@ -281,10 +297,8 @@ export function userRoutes({ store, tokens }: Services) {
       async (c) => {
         const service = serviceName(c.req.param("service"));
         const { enabled } = await readBody(c, serviceSchema);
-        await updateUser(c.req.param("id"), (user) => ({
-          ...user,
-          services: { ...user.services, [service]: { enabled } },
-        }));
+        const { id } = await readUser(c.req.param("id"));
+        await changeServices(() => setService(services, id, service, enabled), id);
         return c.body(null, 204);
       },
     )
@@ -295,14 +309,8 @@ export function userRoutes({ store, tokens }: Services) {
       const input = await readBody(c, forwardsSchema) as Partial<
         Record<ForwardKind, z.infer<typeof forwardSchema>>
       >;
-      await updateUser(c.req.param("id"), (user) => {
-        const forwards = { ...user.forwards };
-        for (const kind of FORWARD_KINDS) {
-          const change = input[kind];
-          if (change) forwards[kind] = changeForward(forwards[kind], change, kind);
-        }
-        return { ...user, forwards };
-      });
+      const { id } = await readUser(c.req.param("id"));
+      await changeServices(() => setForwards(services, id, input), id);
       return c.body(null, 204);
     })
     .get(
@@ -319,10 +327,8 @@ export function userRoutes({ store, tokens }: Services) {
       async (c) => {
         const kind = forwardKind(c.req.param("kind"));
         const input = await readBody(c, forwardSchema);
-        await updateUser(c.req.param("id"), (user) => ({
-          ...user,
-          forwards: { ...user.forwards, [kind]: changeForward(user.forwards[kind], input, kind) },
-        }));
+        const { id } = await readUser(c.req.param("id"));
+        await changeServices(() => setForward(services, id, kind, input), id);
         return c.body(null, 204);
       },
     );

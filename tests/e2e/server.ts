@@ -27,6 +27,8 @@ export interface RunningServer {
    * their end.
    */
   stop(): Promise<Deno.CommandStatus>;
+  /** Sends SIGKILL (a crash: nothing runs on the way out) and waits as `stop()` does. */
+  kill(): Promise<Deno.CommandStatus>;
 }
 
 export interface ExitedServer {
@@ -170,6 +172,13 @@ export async function startServer(
     return stopping;
   }
 
+  async function crash(): Promise<Deno.CommandStatus> {
+    kill("SIGKILL");
+    const result = await status;
+    await reading;
+    return result;
+  }
+
   let port: number;
   try {
     port = await waitForLine(
@@ -193,6 +202,7 @@ export async function startServer(
     stdoutLines: lines.stdout,
     waitForLine,
     stop,
+    kill: crash,
   };
 }
 

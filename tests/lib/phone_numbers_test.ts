@@ -25,6 +25,20 @@ const cases: [string, string][] = [
   ["(0)", ""],
   ["٠٦١٢", ""], // digits of other scripts are not dialable
   ["+33 6 12 34 56 78\n", "0033612345678"],
+  // (0) goes first, wherever it stands, so a + it hid still leads
+  ["+(0)33 6 12", "0033612"],
+  ["(0)+33 6 12", "0033612"],
+  ["0(0)1", "01"],
+  ["1 (0) 2", "12"],
+  ["(00)33", "0033"], // only the exact text (0) is the hidden trunk zero
+  ["( 0 )612", "0612"],
+  ["++33 6", "00336"], // only the leading + becomes 00, the second is removed
+  ["+ 33 6", "00336"],
+  ["\t+41 22 123 45 67", "0041221234567"],
+  ["0800 123 456", "0800123456"],
+  ["+1 (800) 555-0199", "0018005550199"],
+  ["*31#+33612345678", "*31#33612345678"],
+  ["１２３", ""], // full-width digits are not dialable either
 ];
 
 Deno.test("dial numbers are sanitized as decisions §5 says", async (t) => {

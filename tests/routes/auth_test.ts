@@ -4,6 +4,7 @@ import { createUser, deleteUser } from "../../lib/store/users.ts";
 import {
   bearer,
   ctiUser,
+  expectError,
   login,
   postJson,
   setup,
@@ -15,15 +16,6 @@ const SECRET = "test-secret-that-is-long-enough-for-hs256";
 const LOGIN = "/svc/api/2.0/auth/login";
 const WEBSERVICE = "/svc/api/2.0/auth/webservice";
 const CHECK = "/svc/api/2.0/auth/check";
-
-async function expectError(response: Response, status: number, error: string) {
-  assert.equal(response.status, status);
-  assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
-  const body = await response.json();
-  assert.equal(body.error, error);
-  assert.equal(typeof body.message, "string");
-  return body;
-}
 
 const check = (ctx: TestContext, headers: Record<string, string>) =>
   Promise.resolve(ctx.app.request(CHECK, { headers }));

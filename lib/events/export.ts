@@ -1,0 +1,566 @@
+/**
+ * The export of events to `eventUrl` (decisions §7): a durable outbox in the store, delivered at
+ * least once and in order per user.
+ *
+ * - `publish` writes the events (outbox + event log) before anyone else sees them.
+ * - A delivery pass holds a lease in the store (so two processes never post the same event in one
+ *   attempt), reads the outbox in id order in batches, posts users in parallel (bounded) and each
+ *   user's events one after the other; a user whose earlier event is not delivered gets nothing
+ *   more in that pass. Delivered events are removed and failures rescheduled in atomic batches.
+ * - Once started, passes run at once, after every publish, when the next retry falls due, and —
+ *   on a store other processes can share (not `:memory:`) — when a poll of one key each second
+ *   shows that another process published or requeued events. The `Deno.cron` job of main.ts runs
+ *   a pass each minute too, which picks up what a process that died left behind. A pass asked for
+ *   is a timer at "now" on the clock, so in tests `await clock.advance(0)` runs it to its end.
+ * - A pass after a publication reads only the newest events when this process's last pass still
+ *   tells the rest (nobody else took the lease since, no retry has fallen due): a backlog waiting
+ *   for a receiver that is down is not reread after every publication.
+ * - A failed post is retried after 1 s, 5 s, 30 s, 2 min, 10 min, then every 10 min. A post that
+ *   fails 24 h or more after the event's publication moves it to the dead letters, and the same
+ *   user's events as old go with it without a post of their own.
+ *
+ * Every timer goes through the clock (virtual time in tests), except the 5 s timeout of a post:
+ * the HTTP is real, so its timeout is real time too.
+ */
+import type { Clock } from "../clock.ts";
+import type { Logger } from "../log.ts";
+import type { Store } from "../store/store.ts";
+import type { EventMessage } from "./messages.ts";
+import {
+  applyPassWrites,
+  countOutbox,
+  deadLetters,
+  EventIds,
+  idFrom,
+  idTime,
+  type LastError,
+  lastError,
+  loggedEvents,
+  outboxBatch,
+  type OutboxEntry,
+  outboxSignal,
+  type PassWrites,
+  releaseLease,
+  requeueDeadLetters,
+  takeLease,
+  writeEvents,
+} from "./outbox.ts";
+
+export interface EventExportOptions {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  /** `SVC_EVENT_URL`; null: events are kept in the event log only, never posted. */
+  url: string | null;
+  /** `SVC_EVENT_SECRET`; when set each post carries `X-Svc-Signature: sha256=<hex>`. */
+  secret: string | null;
+  /** `SVC_EVENT_RETENTION` in ms: how long the event log keeps an event for the 1.0 handshake. */
+  retentionMs: number;
+}
+
+/** What one delivery pass did. */
+export interface DeliveryReport {
+  /** Events posted and acknowledged (2xx). */
+  delivered: number;
+  /** Posts that failed (non-2xx, timeout, refused connection). */
+  failed: number;
+  /** Events moved to the dead letters. */
+  deadLettered: number;
+}
+
+/** A dead letter as `GET /events/deliveries` shows it. */
+export interface DeadLetterView {
+  id: string;
+  username: string;
+  /** ISO time of the publication. */
+  createdAt: string;
+  attempts: number;
+  lastError: string | null;
+  message: EventMessage["message"];
+}
+
+/** The answer of `GET /svc/api/2.0/events/deliveries`. */
+export interface Deliveries {
+  pending: number;
+  deadLetters: number;
+  lastError: LastError | null;
+  /** The oldest {@link MAX_DEAD_LETTERS_SHOWN} dead letters; `deadLetters` counts them all. */
+  deadLetterEvents: DeadLetterView[];
+}
+
+/** Delays before the 1st, 2nd, … retry; the last one repeats. */
+export const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
+/** An event still failing this long after its publication goes to the dead letters. */
+export const GIVE_UP_AFTER_MS = 24 * 3600_000;
+/**
+ * How long a lease lasts without renewal: short, so that the lease of a process that was killed
+ * frees itself quickly; a pass renews it every third of it.
+ */
+export const LEASE_MS = 10_000;
+/** How often a started export looks for events published by other processes. */
+export const POLL_MS = 1_000;
+/** Timeout of one post. */
+export const POST_TIMEOUT_MS = 5_000;
+/**
+ * A pass that only follows up on new events rereads this much before the last id it read, so that
+ * an event another process published a little earlier (ids are time first) is not passed over.
+ */
+const RESCAN_MS = 5_000;
+/**
+ * A retry falling due this soon after a pass starts goes out in that pass: the retries of events
+ * that failed a few ms apart take one pass over the outbox, not one each.
+ */
+const DUE_SLACK_MS = 250;
+/** Outbox entries read per store round trip in a pass. */
+const BATCH = 500;
+/** Users posted at the same time. */
+const PARALLEL_USERS = 32;
+/** After a pass failed on the store, the next one is tried this much later. */
+const STORE_RETRY_MS = 5_000;
+/** `GET /events/deliveries` lists at most this many dead letters (the oldest). */
+export const MAX_DEAD_LETTERS_SHOWN = 100;
+
+interface PassOutcome {
+  report: DeliveryReport;
+  /** False: another process holds the lease (or this one lost it during the pass). */
+  complete: boolean;
+  /** When the earliest rescheduled event falls due, null if none waits. */
+  nextDueAt: number | null;
+}
+
+/**
+ * What this process's last complete pass learnt, so that the next one, when nothing else changed,
+ * reads only the newest events instead of the whole outbox (a backlog waiting for a receiver that
+ * is down would otherwise be reread after every publication).
+ */
+interface PassMemo {
+  /** Users whose next event waits, with when it falls due. */
+  blocked: Map<string, number>;
+  /** The last outbox id the pass read; null if it read none. */
+  lastId: string | null;
+  /** The lease as the pass gave it back (see `takeLease`). */
+  releasedAs: string | null;
+}
+
+const noReport = (): DeliveryReport => ({ delivered: 0, failed: 0, deadLettered: 0 });
+
+function earliest(blocked: Map<string, number>): number | null {
+  let soonest: number | null = null;
+  for (const at of blocked.values()) if (soonest === null || at < soonest) soonest = at;
+  return soonest;
+}
+
+/**
+ * The outbox of events posted to `eventUrl`. Nothing runs in the background until `start()`.
+ *
+ * @example
+ * const events = new EventExport({ store, clock, logger, url, secret: null, retentionMs: 3600_000 });
+ * events.start();
+ * await events.publish([userConfigMessage(user)]);
+ * await events.close();
+ */
+export class EventExport {
+  readonly #ids: EventIds;
+  /** This process's name on the lease. */
+  readonly #owner = crypto.randomUUID();
+  #started = false;
+  #closed = false;
+  #client: Deno.HttpClient | null = null;
+  #signingKey: Promise<CryptoKey> | null = null;
+  /** Publications, one after the other, so that ids become durable in their order. */
+  #publishing: Promise<unknown> = Promise.resolve();
+  /** Passes of this process, one after the other (the lease is per process). */
+  #passes: Promise<unknown> = Promise.resolve();
+  /** The running background loop, if any; `#again` asks it for one more pass. */
+  #looping: Promise<void> | null = null;
+  #again = false;
+  /** The one pending wake-up of the background loop. */
+  #wake: { at: number; cancel: () => void } | null = null;
+  #cancelPoll: (() => void) | null = null;
+  /** The outbox signal as the last complete pass saw it at its start. */
+  #signalSeen: string | null = null;
+  /** The last pass did not get through the outbox (lease held elsewhere, store failure). */
+  #behind = true;
+  #memo: PassMemo | null = null;
+  /** Counts requeues of dead letters: a pass running across one must not leave a memo. */
+  #requeues = 0;
+
+  constructor(readonly options: EventExportOptions) {
+    this.#ids = new EventIds(() => options.clock.now());
+  }
+
+  /**
+   * Writes `messages` to the outbox (when a URL is set) and to the event log, in atomic commits
+   * one after the other (499 events each at most when both are written), each event with a new id
+   * sorting in publish order; resolves once they are durable, then wakes up delivery.
+   */
+  async publish(messages: EventMessage[]): Promise<void> {
+    const { store, url, retentionMs } = this.options;
+    if (messages.length === 0 || (url === null && retentionMs <= 0)) return;
+    const write = this.#publishing.then(() => {
+      const entries = messages.map((event): OutboxEntry => {
+        const { id, ms } = this.#ids.next();
+        return { id, createdAt: ms, attempts: 0, dueAt: ms, lastError: null, event };
+      });
+      return writeEvents(store, entries, { toOutbox: url !== null, retentionMs });
+    });
+    this.#publishing = write.catch(() => {});
+    await write;
+    this.#kick();
+  }
+
+  /** Starts background delivery (see the module comment); does nothing without a URL. */
+  start(): void {
+    if (this.#started || this.#closed || this.options.url === null) return;
+    this.#started = true;
+    this.#kick();
+    if (this.options.store.location !== ":memory:") this.#poll();
+  }
+
+  /** Stops background delivery and waits for a running pass; posts in flight end first. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#wake?.cancel();
+    this.#wake = null;
+    this.#cancelPoll?.();
+    this.#cancelPoll = null;
+    await this.#looping;
+    await this.#passes;
+    this.#client?.close();
+    this.#client = null;
+  }
+
+  /**
+   * One delivery pass now (the cron job and tests call it): under the lease, every due event in
+   * id order, in order per user. Answers zeros when another process holds the lease.
+   */
+  async deliverDue(): Promise<DeliveryReport> {
+    const outcome = await this.#exclusivePass({ full: true });
+    this.#afterPass(outcome);
+    return outcome.report;
+  }
+
+  /** Counts of pending events and dead letters, the last failure and the oldest dead letters. */
+  async deliveries(): Promise<Deliveries> {
+    const { store } = this.options;
+    const [pending, dead, last] = await Promise.all([
+      countOutbox(store),
+      deadLetters(store),
+      lastError(store),
+    ]);
+    return {
+      pending,
+      deadLetters: dead.length,
+      lastError: last,
+      deadLetterEvents: dead.slice(0, MAX_DEAD_LETTERS_SHOWN).map((entry) => ({
+        id: entry.id,
+        username: entry.event.username,
+        createdAt: new Date(entry.createdAt).toISOString(),
+        attempts: entry.attempts,
+        lastError: entry.lastError,
+        message: entry.event.message,
+      })),
+    };
+  }
+
+  /** Moves every dead letter back to the outbox, due now (attempts from 0); answers how many. */
+  async retryDeadLetters(): Promise<number> {
+    // they come back with their old ids, before what a follow-up pass would read
+    this.#requeues++;
+    this.#memo = null;
+    const requeued = await requeueDeadLetters(this.options.store, this.options.clock.now());
+    if (requeued > 0) this.#kick();
+    return requeued;
+  }
+
+  /** The events of the event log still within the retention, oldest first (1.0 handshake). */
+  async retained(): Promise<EventMessage[]> {
+    const { store, clock, retentionMs } = this.options;
+    if (retentionMs <= 0) return [];
+    const logged = await loggedEvents(store, clock.now() - retentionMs);
+    return logged.map((entry) => entry.event);
+  }
+
+  // --- background loop ---------------------------------------------------------------------
+
+  /** Asks for a pass as soon as possible (through the clock: `advance(0)` runs it in tests). */
+  #kick(): void {
+    this.#wakeAt(this.options.clock.now());
+  }
+
+  /** Keeps one wake-up, the earliest asked for. */
+  #wakeAt(at: number): void {
+    if (!this.#started || this.#closed) return;
+    if (this.#wake && this.#wake.at <= at) return;
+    this.#wake?.cancel();
+    const { clock } = this.options;
+    const cancel = clock.after(Math.max(0, at - clock.now()), () => {
+      this.#wake = null;
+      return this.#run();
+    });
+    this.#wake = { at, cancel };
+  }
+
+  /**
+   * Runs passes until nobody asked for another; answers the running loop, so a test advancing the
+   * clock sees the pass's effects once the timer's promise settles.
+   */
+  #run(): Promise<void> {
+    this.#again = true;
+    this.#looping ??= (async () => {
+      try {
+        while (this.#again && !this.#closed) {
+          this.#again = false;
+          this.#afterPass(await this.#exclusivePass({ full: false }));
+        }
+      } finally {
+        this.#looping = null;
+      }
+    })();
+    return this.#looping;
+  }
+
+  /** Schedules what a pass left to do: the next retry, or a new try after a failure. */
+  #afterPass(outcome: PassOutcome): void {
+    if (outcome.nextDueAt !== null) this.#wakeAt(outcome.nextDueAt);
+  }
+
+  /** Watches the outbox signal so that events other processes publish go out within a second. */
+  #poll(): void {
+    if (this.#closed) return;
+    this.#cancelPoll = this.options.clock.after(POLL_MS, async () => {
+      try {
+        const signal = await outboxSignal(this.options.store);
+        if (this.#behind || signal !== this.#signalSeen) this.#kick();
+      } catch (error) {
+        this.options.logger.debug("event outbox poll failed", { error: String(error) });
+      }
+      this.#poll();
+    });
+  }
+
+  // --- one pass ----------------------------------------------------------------------------
+
+  /**
+   * A pass that never throws: a store failure is logged and retried later. `full: false` lets it
+   * read only the newest events when this process's last pass still tells the rest.
+   */
+  #exclusivePass({ full }: { full: boolean }): Promise<PassOutcome> {
+    const pass = this.#passes.then(async (): Promise<PassOutcome> => {
+      if (this.#closed || this.options.url === null) {
+        return { report: noReport(), complete: true, nextDueAt: null };
+      }
+      const memo = full ? null : this.#memo;
+      this.#memo = null; // stale once this pass starts, until it completes
+      try {
+        return await this.#pass(this.options.url, memo);
+      } catch (error) {
+        this.#behind = true;
+        this.options.logger.warn("event delivery pass failed", {
+          error: String(error),
+          cause: String((error as Error).cause ?? ""),
+          retryInMs: STORE_RETRY_MS,
+        });
+        return {
+          report: noReport(),
+          complete: false,
+          nextDueAt: this.options.clock.now() + STORE_RETRY_MS,
+        };
+      }
+    });
+    this.#passes = pass;
+    return pass;
+  }
+
+  async #pass(url: string, memo: PassMemo | null): Promise<PassOutcome> {
+    const { store, clock, logger } = this.options;
+    const report = noReport();
+    const requeues = this.#requeues;
+    const started = clock.now();
+    const lease = await takeLease(store, this.#owner, started, LEASE_MS, memo?.releasedAs ?? null);
+    if (!lease.held) {
+      this.#behind = true;
+      return { report, complete: false, nextDueAt: started + POLL_MS };
+    }
+    // read before the outbox: whatever is published after this makes the poll ask for a pass
+    const signal = await outboxSignal(store);
+    let leaseLost = false;
+    let renewing: Promise<void> | null = null;
+    let cancelRenewal = () => {};
+    const renew = () => {
+      cancelRenewal = clock.after(LEASE_MS / 3, () => {
+        renewing = takeLease(store, this.#owner, clock.now(), LEASE_MS).then(
+          (taken) => void (leaseLost ||= !taken.held),
+          () => void (leaseLost = true), // the store failed: stop posting, the lease may lapse
+        );
+        if (!leaseLost) renew();
+        return renewing;
+      });
+    };
+    renew();
+    const stopped = () => leaseLost || this.#closed;
+    let learnt: PassMemo | null = null;
+
+    try {
+      // follow up from the memo only if no other process ran a pass since and no event it left
+      // waiting has fallen due; otherwise read the whole outbox
+      const dueSoonest = memo ? earliest(memo.blocked) : null;
+      const followUp = memo !== null && lease.untouched &&
+        (dueSoonest === null || dueSoonest > started + DUE_SLACK_MS);
+      /** Users whose next event must wait (not due, or just failed): nothing more for them. */
+      const blocked = followUp ? new Map(memo!.blocked) : new Map<string, number>();
+      /** Users whose event was just given up on: their other events as old go with it. */
+      const givenUp = new Map<string, string>();
+      let start: { after: string } | { from: string } | null = followUp && memo!.lastId !== null
+        ? { from: idFrom(idTime(memo!.lastId) - RESCAN_MS) }
+        : null;
+      let lastId = followUp ? memo!.lastId : null;
+      while (!stopped()) {
+        const batch = await outboxBatch(store, start, BATCH);
+        if (batch.length === 0) break;
+        lastId = batch.at(-1)!.id;
+        start = { after: lastId };
+        const now = clock.now();
+        const queues = new Map<string, OutboxEntry[]>();
+        for (const entry of batch) {
+          const user = entry.event.username;
+          if (blocked.has(user)) continue;
+          if (entry.dueAt > now + DUE_SLACK_MS) {
+            blocked.set(user, entry.dueAt);
+            continue;
+          }
+          const queue = queues.get(user);
+          if (queue) queue.push(entry);
+          else queues.set(user, [entry]);
+        }
+
+        const writes: PassWrites = {
+          delivered: [],
+          retried: [],
+          deadLettered: [],
+          lastError: null,
+        };
+        await eachLimited([...queues], PARALLEL_USERS, async ([user, entries]) => {
+          for (const entry of entries) {
+            if (stopped()) return;
+            const given = givenUp.get(user);
+            if (given !== undefined && clock.now() - entry.createdAt >= GIVE_UP_AFTER_MS) {
+              writes.deadLettered.push({ ...entry, lastError: given });
+              continue;
+            }
+            const error = await this.#post(url, entry);
+            if (error === null) {
+              writes.delivered.push(entry.id);
+              continue;
+            }
+            report.failed++;
+            const at = clock.now();
+            const attempts = entry.attempts + 1;
+            writes.lastError = { at: new Date(at).toISOString(), message: `${entry.id}: ${error}` };
+            if (at - entry.createdAt >= GIVE_UP_AFTER_MS) {
+              logger.warn("event delivery failed, given up", {
+                id: entry.id,
+                username: user,
+                attempts,
+                error,
+              });
+              writes.deadLettered.push({ ...entry, attempts, dueAt: at, lastError: error });
+              givenUp.set(user, error);
+              continue;
+            }
+            const delay = RETRY_DELAYS_MS[Math.min(attempts, RETRY_DELAYS_MS.length) - 1]!;
+            logger.warn("event delivery failed", {
+              id: entry.id,
+              username: user,
+              attempts,
+              error,
+              retryInMs: delay,
+            });
+            writes.retried.push({ ...entry, attempts, dueAt: at + delay, lastError: error });
+            blocked.set(user, at + delay);
+            return;
+          }
+        });
+        await applyPassWrites(store, writes);
+        report.delivered += writes.delivered.length;
+        report.deadLettered += writes.deadLettered.length;
+        if (batch.length < BATCH) break;
+      }
+      const complete = !stopped();
+      this.#behind = !complete;
+      if (complete) {
+        this.#signalSeen = signal;
+        if (requeues === this.#requeues) learnt = { blocked, lastId, releasedAs: null };
+      }
+      return { report, complete, nextDueAt: earliest(blocked) };
+    } finally {
+      cancelRenewal();
+      await renewing; // a renewal landing after the release would keep the lease for nothing
+      const releasedAs = await releaseLease(store, this.#owner).catch(() => null); // else it lapses
+      if (learnt) this.#memo = { ...learnt, releasedAs };
+    }
+  }
+
+  /** Posts one event; answers null on a 2xx, else why it failed. */
+  async #post(url: string, entry: OutboxEntry): Promise<string | null> {
+    const body = JSON.stringify(entry.event);
+    const headers: Record<string, string> = {
+      "Content-Type": "application/json",
+      "X-Svc-Event-Id": entry.id,
+    };
+    if (this.options.secret !== null) {
+      headers["X-Svc-Signature"] = `sha256=${await this.#sign(body)}`;
+    }
+    const abort = new AbortController();
+    // real time on purpose: the post is real I/O, and a virtual clock stands still during it
+    const timer = setTimeout(() => abort.abort(), POST_TIMEOUT_MS);
+    try {
+      this.#client ??= Deno.createHttpClient({});
+      const response = await fetch(url, {
+        method: "POST",
+        headers,
+        body,
+        signal: abort.signal,
+        client: this.#client,
+      });
+      await response.arrayBuffer(); // read to the end so the connection is reused
+      return response.ok ? null : `HTTP ${response.status}`;
+    } catch (error) {
+      if (abort.signal.aborted) return `no answer within ${POST_TIMEOUT_MS / 1000} s`;
+      // fetch's own message is "fetch failed"; the cause tells what happened (refused, reset…)
+      const cause = (error as Error).cause;
+      return cause instanceof Error ? cause.message : String((error as Error).message ?? error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Hex HMAC-SHA256 of `body` with the secret (the key is imported once). */
+  async #sign(body: string): Promise<string> {
+    this.#signingKey ??= crypto.subtle.importKey(
+      "raw",
+      new TextEncoder().encode(this.options.secret ?? ""),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign"],
+    );
+    const mac = await crypto.subtle.sign("HMAC", await this.#signingKey, encoder.encode(body));
+    return Array.from(new Uint8Array(mac), (byte) => byte.toString(16).padStart(2, "0")).join("");
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** Runs `task` over `items` with at most `limit` at a time. */
+async function eachLimited<T>(
+  items: T[],
+  limit: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await task(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}

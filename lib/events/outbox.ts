@@ -1,0 +1,359 @@
+/**
+ * The store layout of the event export (decisions §7); the only module that knows its keys:
+ *
+ * - `["outbox", id]` → {@link OutboxEntry}: an event still to post. Ids sort in publish order
+ *   (time first, see {@link EventIds}), so listing the prefix reads the events in order.
+ * - `["event_log", id]` → {@link LoggedEvent}, written with `expireIn` = the retention: what the
+ *   1.0 handshake reposts.
+ * - `["dead_letters", id]` → {@link OutboxEntry}: events given up on after 24 h of failures.
+ * - `["outbox_lease"]` → {@link Lease}: which process delivers right now.
+ * - `["outbox_last_error"]` → {@link LastError}: the latest failed post, for `GET /events/deliveries`.
+ * - `["outbox_signal"]`: rewritten by every commit that adds to the outbox, so that a process polls
+ *   one key (its versionstamp) to learn that another process published.
+ *
+ * Every write that touches many entries goes out in atomic chunks that stay under the Deno KV
+ * limits (1,000 mutations, 800 KiB, 10 checks per commit).
+ */
+import type { Store } from "../store/store.ts";
+import type { EventMessage } from "./messages.ts";
+
+/** An event waiting in the outbox, or given up on in the dead letters. */
+export interface OutboxEntry {
+  id: string;
+  /** When it was published (ms since the epoch). */
+  createdAt: number;
+  /** Posts tried so far. */
+  attempts: number;
+  /** Not posted before this time (ms): the backoff after a failure. */
+  dueAt: number;
+  /** Why the latest post failed; null before the first failure. */
+  lastError: string | null;
+  event: EventMessage;
+}
+
+/** An event kept for the 1.0 handshake. */
+export interface LoggedEvent {
+  createdAt: number;
+  event: EventMessage;
+}
+
+/** The delivery lease: one process posts at a time. */
+export interface Lease {
+  owner: string;
+  /** The lease is free once this time (ms) has passed: a process that died loses it by itself. */
+  until: number;
+}
+
+export interface LastError {
+  /** ISO time of the failure. */
+  at: string;
+  message: string;
+}
+
+const OUTBOX = "outbox";
+const EVENT_LOG = "event_log";
+const DEAD_LETTERS = "dead_letters";
+const LEASE_KEY: Deno.KvKey = ["outbox_lease"];
+const LAST_ERROR_KEY: Deno.KvKey = ["outbox_last_error"];
+const SIGNAL_KEY: Deno.KvKey = ["outbox_signal"];
+
+/** At most this many mutations per commit (the Deno KV limit is 1,000; one left for the signal). */
+const MAX_MUTATIONS = 999;
+/** At most this many bytes of values per commit (the Deno KV limit is 800 KiB; keys count too). */
+const MAX_BYTES = 600_000;
+/** At most this many checks per commit (the Deno KV limit is 10). */
+const MAX_CHECKS = 10;
+
+/**
+ * Makes ids that sort in publish order: `<ms, 13 digits>-<counter, 6 digits>-<4 random chars>`.
+ * The time never goes backwards within a process (a clock step back keeps the last time), the
+ * counter orders ids of the same millisecond, and the random part keeps two processes' ids apart.
+ */
+export class EventIds {
+  #lastMs = 0;
+  #counter = 0;
+  readonly #suffix = randomSuffix();
+
+  constructor(private readonly now: () => number) {}
+
+  next(): { id: string; ms: number } {
+    const ms = Math.max(this.now(), this.#lastMs);
+    this.#counter = ms === this.#lastMs ? this.#counter + 1 : 0;
+    this.#lastMs = ms;
+    const id = `${pad(ms, 13)}-${pad(this.#counter, 6)}-${this.#suffix}`;
+    return { id, ms };
+  }
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, "0");
+}
+
+function randomSuffix(): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  const bytes = crypto.getRandomValues(new Uint8Array(4));
+  return Array.from(bytes, (byte) => alphabet[byte % alphabet.length]).join("");
+}
+
+/** The smallest id of an event published at `ms` or later. */
+export function idFrom(ms: number): string {
+  return pad(Math.max(0, ms), 13);
+}
+
+/** Writes new events: to the outbox (when `toOutbox`) and the event log (when `retentionMs` > 0). */
+export async function writeEvents(
+  store: Store,
+  entries: OutboxEntry[],
+  { toOutbox, retentionMs }: { toOutbox: boolean; retentionMs: number },
+): Promise<void> {
+  const mutations: Mutation[] = [];
+  for (const entry of entries) {
+    if (toOutbox) {
+      mutations.push({ kind: "set", key: [OUTBOX, entry.id], value: entry });
+    }
+    if (retentionMs > 0) {
+      const logged: LoggedEvent = { createdAt: entry.createdAt, event: entry.event };
+      mutations.push({
+        kind: "set",
+        key: [EVENT_LOG, entry.id],
+        value: logged,
+        expireIn: retentionMs,
+      });
+    }
+  }
+  // in order: a pass reading meanwhile must never see a later chunk without the earlier one
+  await commitChunks(store, mutations, { sequential: true, signal: toOutbox });
+}
+
+/**
+ * Up to `limit` outbox entries in id order: after the id `after`, or from the id `from` on, or
+ * from the start; one read for a whole batch.
+ */
+export async function outboxBatch(
+  store: Store,
+  start: { after: string } | { from: string } | null,
+  limit: number,
+): Promise<OutboxEntry[]> {
+  const selector: Deno.KvListSelector = start === null ? { prefix: [OUTBOX] } : "after" in start
+    // "\0" after an id sorts before every greater id: the first key past `after`
+    ? { prefix: [OUTBOX], start: [OUTBOX, `${start.after}\0`] }
+    : { prefix: [OUTBOX], start: [OUTBOX, start.from] };
+  const entries = await store.list<OutboxEntry>(selector, { limit, batchSize: limit });
+  return entries.map((entry) => entry.value);
+}
+
+/** The publication time (ms) an id starts with. */
+export function idTime(id: string): number {
+  return Number(id.slice(0, 13));
+}
+
+/** The versionstamp of the outbox signal: it changes whenever any process adds to the outbox. */
+export async function outboxSignal(store: Store): Promise<string | null> {
+  return (await store.get(SIGNAL_KEY)).versionstamp;
+}
+
+/** Every outbox entry (for the counts of `GET /events/deliveries`). */
+export async function countOutbox(store: Store): Promise<number> {
+  return (await store.list({ prefix: [OUTBOX] })).length;
+}
+
+/** The dead letters, oldest first. */
+export async function deadLetters(store: Store): Promise<OutboxEntry[]> {
+  const entries = await store.list<OutboxEntry>({ prefix: [DEAD_LETTERS] });
+  return entries.map((entry) => entry.value);
+}
+
+/**
+ * What a delivery pass decided, written at the end of a batch: delivered entries removed, failed
+ * ones rescheduled, given-up ones moved to the dead letters.
+ */
+export interface PassWrites {
+  delivered: string[];
+  retried: OutboxEntry[];
+  deadLettered: OutboxEntry[];
+  lastError: LastError | null;
+}
+
+export async function applyPassWrites(store: Store, writes: PassWrites): Promise<void> {
+  const mutations: Mutation[] = [];
+  for (const id of writes.delivered) mutations.push({ kind: "delete", key: [OUTBOX, id] });
+  for (const entry of writes.retried) {
+    mutations.push({ kind: "set", key: [OUTBOX, entry.id], value: entry });
+  }
+  for (const entry of writes.deadLettered) {
+    // the set and the delete of one entry stay in one chunk: an event is always somewhere
+    mutations.push({
+      kind: "set",
+      key: [DEAD_LETTERS, entry.id],
+      value: entry,
+      pairedWithNext: true,
+    }, { kind: "delete", key: [OUTBOX, entry.id] });
+  }
+  if (writes.lastError) {
+    mutations.push({ kind: "set", key: LAST_ERROR_KEY, value: writes.lastError });
+  }
+  await commitChunks(store, mutations);
+}
+
+export async function lastError(store: Store): Promise<LastError | null> {
+  return (await store.get<LastError>(LAST_ERROR_KEY)).value;
+}
+
+/**
+ * Moves every dead letter back to the outbox, due at `now`, with its attempts reset. Each move
+ * checks that the dead letter is still there, so two concurrent requeues never double an event.
+ * Answers how many were moved.
+ */
+export async function requeueDeadLetters(store: Store, now: number): Promise<number> {
+  const entries = await store.list<OutboxEntry>({ prefix: [DEAD_LETTERS] });
+  let moved = 0;
+  for (let start = 0; start < entries.length; start += MAX_CHECKS) {
+    const chunk = entries.slice(start, start + MAX_CHECKS);
+    const result = await store.commit((op) => {
+      for (const { key, versionstamp, value } of chunk) {
+        const requeued: OutboxEntry = { ...value, attempts: 0, dueAt: now, lastError: null };
+        op.check({ key, versionstamp }).delete(key).set([OUTBOX, value.id], requeued);
+      }
+      return op.set(SIGNAL_KEY, true);
+    });
+    if (result.ok) moved += chunk.length;
+    else moved += await requeueOneByOne(store, chunk, now); // someone else moved some meanwhile
+  }
+  return moved;
+}
+
+async function requeueOneByOne(
+  store: Store,
+  entries: Deno.KvEntry<OutboxEntry>[],
+  now: number,
+): Promise<number> {
+  let moved = 0;
+  for (const { key, versionstamp, value } of entries) {
+    const requeued: OutboxEntry = { ...value, attempts: 0, dueAt: now, lastError: null };
+    const result = await store.commit((op) =>
+      op.check({ key, versionstamp }).delete(key).set([OUTBOX, value.id], requeued)
+        .set(SIGNAL_KEY, true)
+    );
+    if (result.ok) moved++;
+  }
+  return moved;
+}
+
+/** The retained events published at `sinceMs` or later, oldest first. */
+export async function loggedEvents(store: Store, sinceMs: number): Promise<LoggedEvent[]> {
+  const entries = await store.list<LoggedEvent>({
+    prefix: [EVENT_LOG],
+    start: [EVENT_LOG, idFrom(sinceMs)],
+  });
+  // expireIn removes keys lazily: the time filter is what holds
+  return entries.map((entry) => entry.value).filter((logged) => logged.createdAt >= sinceMs);
+}
+
+/** What taking the lease found. */
+export interface LeaseTaken {
+  /** The caller holds the lease now. */
+  held: boolean;
+  /**
+   * Nobody took the lease since the caller gave it back as `releasedAs`: no other process ran a
+   * pass meanwhile, so what the caller's last pass learnt still holds.
+   */
+  untouched: boolean;
+}
+
+/**
+ * Takes or renews the lease for `owner` until `now + leaseMs` when it is free, expired or already
+ * `owner`'s. The check on the versionstamp makes two processes racing for it agree on one winner.
+ */
+export async function takeLease(
+  store: Store,
+  owner: string,
+  now: number,
+  leaseMs: number,
+  releasedAs: string | null = null,
+): Promise<LeaseTaken> {
+  const current = await store.get<Lease>(LEASE_KEY);
+  if (current.value && current.value.owner !== owner && current.value.until > now) {
+    return { held: false, untouched: false };
+  }
+  const lease: Lease = { owner, until: now + leaseMs };
+  const result = await store.commit((op) =>
+    op.check({ key: LEASE_KEY, versionstamp: current.versionstamp }).set(LEASE_KEY, lease)
+  );
+  const untouched = releasedAs !== null && current.versionstamp === releasedAs;
+  return { held: result.ok, untouched: result.ok && untouched };
+}
+
+/**
+ * Gives the lease back if `owner` still holds it, so another process may deliver at once: it is
+ * left expired under `owner`'s name. Answers the versionstamp of that write (null if the lease
+ * was not `owner`'s any more), for {@link takeLease}'s `releasedAs`.
+ */
+export async function releaseLease(store: Store, owner: string): Promise<string | null> {
+  const current = await store.get<Lease>(LEASE_KEY);
+  if (current.value?.owner !== owner) return null;
+  const released: Lease = { owner, until: 0 };
+  const result = await store.commit((op) =>
+    op.check({ key: LEASE_KEY, versionstamp: current.versionstamp }).set(LEASE_KEY, released)
+  );
+  return result.ok ? result.versionstamp : null;
+}
+
+type Mutation =
+  | {
+    kind: "set";
+    key: Deno.KvKey;
+    value: unknown;
+    expireIn?: number;
+    /** Keep this mutation and the next in the same commit. */
+    pairedWithNext?: boolean;
+  }
+  | { kind: "delete"; key: Deno.KvKey; pairedWithNext?: boolean };
+
+/** Rough size of a mutation in a commit: its key and its value as JSON. */
+function sizeOf(mutation: Mutation): number {
+  const value = mutation.kind === "set" ? JSON.stringify(mutation.value).length : 0;
+  return JSON.stringify(mutation.key).length + value;
+}
+
+/**
+ * Commits `mutations` in as few atomic commits as the limits allow, one after the other when
+ * `sequential`, else concurrently (they touch distinct keys); with `signal`, each commit rewrites
+ * the outbox signal too. Resolves once all are durable.
+ */
+async function commitChunks(
+  store: Store,
+  mutations: Mutation[],
+  { sequential = false, signal = false } = {},
+): Promise<void> {
+  const chunks: Mutation[][] = [];
+  let chunk: Mutation[] = [];
+  let bytes = 0;
+  for (let i = 0; i < mutations.length; i++) {
+    const group = mutations[i]!.pairedWithNext ? [mutations[i]!, mutations[++i]!] : [mutations[i]!];
+    const size = group.reduce((sum, mutation) => sum + sizeOf(mutation), 0);
+    if (chunk.length && (chunk.length + group.length > MAX_MUTATIONS || bytes + size > MAX_BYTES)) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(...group);
+    bytes += size;
+  }
+  if (chunk.length) chunks.push(chunk);
+  const commit = (mutations: Mutation[]) =>
+    store.commit((op) => {
+      for (const mutation of mutations) {
+        if (mutation.kind === "delete") op.delete(mutation.key);
+        else {
+          op.set(
+            mutation.key,
+            mutation.value,
+            mutation.expireIn ? { expireIn: mutation.expireIn } : undefined,
+          );
+        }
+      }
+      return signal ? op.set(SIGNAL_KEY, true) : op;
+    });
+  if (sequential) { for (const chunk of chunks) await commit(chunk); }
+  else await Promise.all(chunks.map(commit));
+}

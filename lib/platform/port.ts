@@ -1,0 +1,159 @@
+/**
+ * The telephony platform as every area sees it (DESIGN.md): dial commands, user services, agent
+ * login and pause, phone statuses, and a stream of platform events. The embedded simulated PBX
+ * (`lib/platform/sim/`) implements it; a connector to a real PBX can implement it later without
+ * touching the routes.
+ */
+import type { AgentRecord } from "../store/agents.ts";
+import type { CallRecord } from "../store/call_history.ts";
+import type { QueueRecord } from "../store/queues.ts";
+import type { UserRecord } from "../store/users.ts";
+
+/** Extra variables of a dial command; reported in phone events as `USR_<key>` (decisions §5). */
+export type CallVariables = Record<string, string>;
+
+export type PhoneEventType =
+  | "EventRinging"
+  | "EventDialing"
+  | "EventEstablished"
+  | "EventReleased"
+  | "EventOnHold"
+  | "EventFailure";
+
+/** Something that happened on a user's phone (decisions §7). */
+export interface PhoneEvent {
+  kind: "phone";
+  userId: number;
+  username: string;
+  eventType: PhoneEventType;
+  /** The user's own extension. */
+  DN: string;
+  /** The other party's number. */
+  otherDN: string;
+  /** Shared by every leg of one call. */
+  linkedId: string;
+  /** This leg's id. */
+  uniqueId: string;
+  /** `PLATFORM_USERID` (the user id as a string) and the call's `USR_` variables. */
+  userData: Record<string, string>;
+}
+
+export type AgentStateName =
+  | "AgentLoggedOut"
+  | "AgentReady"
+  | "AgentOnPause"
+  | "AgentRinging"
+  | "AgentOnCall"
+  | "AgentOnWrapup";
+
+/** An agent changed state (decisions §7). */
+export interface AgentStateEvent {
+  kind: "agent";
+  agentId: number;
+  agentNumber: string;
+  name: AgentStateName;
+  /** The extension the agent is (or was last) logged on; "" when it never was. */
+  phoneNb: string;
+  /** The user of the line the agent is logged on, "" when none: the exported event's username. */
+  username: string;
+  /** Ids of the agent's queues. */
+  queues: number[];
+}
+
+/** A call finished: one history record per user involved (decisions §8). */
+export interface CallEnded {
+  kind: "call_ended";
+  linkedId: string;
+  records: CallRecord[];
+}
+
+export type PlatformEvent = PhoneEvent | AgentStateEvent | CallEnded;
+
+/**
+ * Listener of platform events. The platform awaits it before it goes on, and calls it with the
+ * events of one step in order, one call at a time, so a listener that writes them to the store
+ * keeps them in order.
+ */
+export type PlatformListener = (events: PlatformEvent[]) => Promise<void>;
+
+/**
+ * Phone status of a number, as the personal contacts list view shows it (decisions §3):
+ * 0 available, 1 calling, 2 busy, 8 ringing, 16 on hold, -1 deactivated or DND, -2 not a platform
+ * extension.
+ */
+export type PhoneStatus = 0 | 1 | 2 | 8 | 16 | -1 | -2;
+
+/** Where an agent stands, as the agent daemon shows it (decisions §9). */
+export interface AgentPresence {
+  agentId: number;
+  logged: boolean;
+  paused: boolean;
+  pausedReason: string | null;
+  extension: string | null;
+  context: string | null;
+  state: AgentStateName;
+}
+
+/** The platform refused a command; routes answer it as 400 (or their area's form). */
+export class PlatformRefusal extends Error {
+  constructor(
+    /** A stable word for the area to map: `no_line`, `already_logged`, `not_logged`, … */
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "PlatformRefusal";
+  }
+}
+
+/** How a dial command started: the call's `linkedId`. */
+export interface CallStarted {
+  linkedId: string;
+}
+
+export interface Platform {
+  /** Rings `caller`'s phone; once it answers, calls `destination` (an already sanitized number). */
+  dialNumber(
+    caller: UserRecord,
+    destination: string,
+    variables: CallVariables,
+  ): Promise<CallStarted>;
+  /** As {@link dialNumber}, toward `callee`'s phone. */
+  dialUser(caller: UserRecord, callee: UserRecord, variables: CallVariables): Promise<CallStarted>;
+  /**
+   * A call placed by `queue` to `destination` on behalf of `requester`: a free agent of the queue
+   * is rung first, then the destination (the spec's "dial from queue").
+   */
+  dialFromQueue(
+    requester: UserRecord,
+    queue: QueueRecord,
+    destination: string,
+    variables: CallVariables,
+    callerId: { name: string | null; number: string | null },
+  ): Promise<CallStarted>;
+  /** Calls `destination`; once answered the call waits in `queue` for an agent. */
+  dialToQueue(
+    queue: QueueRecord,
+    destination: string,
+    callerIdNumber: string,
+    variables: CallVariables,
+  ): Promise<CallStarted>;
+  /**
+   * The user's DND or forwards changed (the user record is the source of truth). A real PBX
+   * connector pushes them to the PBX; the simulator reads the record at each call.
+   */
+  userServicesChanged(user: UserRecord): Promise<void>;
+  /** Logs `agent` in on the line holding `extension` in `context`, ready in its queues. */
+  agentLogin(agent: AgentRecord, extension: string, context: string): Promise<void>;
+  agentLogout(agentId: number): Promise<void>;
+  agentPause(agentId: number, reason: string | null): Promise<void>;
+  agentUnpause(agentId: number): Promise<void>;
+  /** The agent's presence; a never-logged agent is logged out. */
+  agentPresence(agentId: number): Promise<AgentPresence>;
+  /** The status of each number (decisions §3); numbers that are no extension answer -2. */
+  phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>>;
+  /** Adds a listener of platform events. */
+  onEvents(listener: PlatformListener): void;
+  /** Stops every timer: no call moves any more. */
+  close(): void;
+}

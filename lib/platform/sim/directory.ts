@@ -1,0 +1,149 @@
+/**
+ * What the simulated PBX knows of the configuration: the phones, the numbers they answer to, the
+ * queues and the agents, built from the configuration daemon's records at each step (decisions §8:
+ * a change applies to the next call without a restart).
+ */
+import { type AgentRecord, agents } from "../../store/agents.ts";
+import { type ExtensionRecord, extensions } from "../../store/extensions.ts";
+import { type LineRecord, lines } from "../../store/lines.ts";
+import { type QueueRecord, queues } from "../../store/queues.ts";
+import type { Store } from "../../store/store.ts";
+import { type UserRecord, users } from "../../store/users.ts";
+
+/** A simulated phone: a line holding an enabled extension, named by that extension. */
+export interface Phone {
+  /** The first enabled extension of the line: the phone's name in events and the control API. */
+  extension: string;
+  /** The line's context, in which the phone's user dials. */
+  context: string;
+  lineId: number;
+  /** The line's main user (`user_ids[0]`), null for a line without user. */
+  userId: number | null;
+  /** That user's username, "" when none. */
+  username: string;
+}
+
+/** Where a dialled number leads. */
+export type Target =
+  | { kind: "phone"; phone: Phone }
+  | { kind: "queue"; queue: QueueRecord }
+  | { kind: "external" };
+
+const pair = (context: string, exten: string) => `${context}\u0000${exten}`;
+
+/** The configuration as one step of the simulator sees it; treat it as read-only. */
+export class Directory {
+  readonly users = new Map<number, UserRecord>();
+  readonly queues = new Map<number, QueueRecord>();
+  readonly agents = new Map<number, AgentRecord>();
+  /** Every phone, in line id order. */
+  readonly phones: Phone[] = [];
+  readonly #phoneByLine = new Map<number, Phone>();
+  readonly #phoneByName = new Map<string, Phone>();
+  readonly #extensions = new Map<string, ExtensionRecord>();
+  readonly #queueByNumber = new Map<string, QueueRecord>();
+
+  constructor(
+    userList: UserRecord[],
+    lineList: LineRecord[],
+    extensionList: ExtensionRecord[],
+    queueList: QueueRecord[],
+    agentList: AgentRecord[],
+  ) {
+    for (const user of userList) this.users.set(user.id, user);
+    for (const queue of queueList) {
+      this.queues.set(queue.id, queue);
+      if (queue.number !== null) this.#queueByNumber.set(pair(queue.context, queue.number), queue);
+    }
+    for (const agent of agentList) this.agents.set(agent.id, agent);
+    const extensionById = new Map<number, ExtensionRecord>();
+    for (const extension of extensionList) {
+      extensionById.set(extension.id, extension);
+      if (extension.enabled) {
+        this.#extensions.set(pair(extension.context, extension.exten), extension);
+      }
+    }
+    for (const line of lineList) {
+      const named = line.extension_ids.map((id) => extensionById.get(id))
+        .find((extension) => extension?.enabled && extension.line_id === line.id);
+      if (!named) continue;
+      const userId = line.user_ids[0] ?? null;
+      const phone: Phone = {
+        extension: named.exten,
+        context: line.context,
+        lineId: line.id,
+        userId,
+        username: (userId === null ? null : this.users.get(userId)?.username) ?? "",
+      };
+      this.phones.push(phone);
+      this.#phoneByLine.set(line.id, phone);
+      // two lines named alike (same exten in two contexts): the control API reaches the first
+      if (!this.#phoneByName.has(phone.extension)) this.#phoneByName.set(phone.extension, phone);
+    }
+  }
+
+  phoneOfLine(lineId: number): Phone | null {
+    return this.#phoneByLine.get(lineId) ?? null;
+  }
+
+  /** The phone the control API calls `extension`. */
+  phoneNamed(extension: string): Phone | null {
+    return this.#phoneByName.get(extension) ?? null;
+  }
+
+  /** The user's phone: the one of its main line (`line_ids[0]`), null when it has none. */
+  phoneOfUser(userId: number): Phone | null {
+    const lineId = this.users.get(userId)?.line_ids[0];
+    return lineId === undefined ? null : this.phoneOfLine(lineId);
+  }
+
+  /** The enabled extension `exten` of `context`, or null. */
+  extensionAt(exten: string, context: string): ExtensionRecord | null {
+    return this.#extensions.get(pair(context, exten)) ?? null;
+  }
+
+  /** The phone reached by the extension `exten` of `context`, or null. */
+  phoneAt(exten: string, context: string): Phone | null {
+    const extension = this.extensionAt(exten, context);
+    return extension?.line_id == null ? null : this.phoneOfLine(extension.line_id);
+  }
+
+  /** Where `number`, dialled in `context`, leads: a phone, a queue, else the outside network. */
+  resolve(number: string, context: string): Target {
+    const phone = this.phoneAt(number, context);
+    if (phone) return { kind: "phone", phone };
+    const queue = this.#queueByNumber.get(pair(context, number));
+    if (queue) return { kind: "queue", queue };
+    return { kind: "external" };
+  }
+
+  /** Ids of the queues `agentId` is a member of, in queue id order. */
+  queueIdsOf(agentId: number): number[] {
+    return [...this.queues.values()]
+      .filter((queue) => queue.members.some((member) => member.agent_id === agentId))
+      .map((queue) => queue.id);
+  }
+}
+
+/**
+ * Reads the directory; the collections' lists are cached against their version keys, and so is
+ * the directory built from them, so a step costs five reads while nothing changes.
+ */
+export function directoryLoader(store: Store): () => Promise<Directory> {
+  let cached: { sources: unknown[]; directory: Directory } | null = null;
+  return async () => {
+    const sources = await Promise.all([
+      users.all(store),
+      lines.all(store),
+      extensions.all(store),
+      queues.all(store),
+      agents.all(store),
+    ]);
+    if (cached && cached.sources.every((source, i) => source === sources[i])) {
+      return cached.directory;
+    }
+    const directory = new Directory(...sources);
+    cached = { sources, directory };
+    return directory;
+  };
+}

@@ -1,0 +1,322 @@
+/**
+ * The embedded simulated PBX (`SVC_PLATFORM=sim`, decisions §8): the {@link Platform} every area
+ * calls, plus the control API of `routes/sim.ts`. Its calls live in memory; its configuration is
+ * read from the store at each step. docs/platform.md tells how it behaves.
+ */
+import type { Clock } from "../../clock.ts";
+import { StoreUnavailable } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import type { AgentRecord } from "../../store/agents.ts";
+import type { QueueRecord } from "../../store/queues.ts";
+import type { Store } from "../../store/store.ts";
+import type { UserRecord } from "../../store/users.ts";
+import {
+  type AgentPresence,
+  type CallStarted,
+  type CallVariables,
+  type PhoneStatus,
+  type Platform,
+  type PlatformEvent,
+  type PlatformListener,
+  PlatformRefusal,
+} from "../port.ts";
+import { login, logout, pause, presence, settleAgents, unpause } from "./agents.ts";
+import { dialFromPhone, newCall, reachNumber } from "./calls.ts";
+import {
+  act,
+  callList,
+  phoneList,
+  phoneStatus,
+  type PolicyChange,
+  setPolicy,
+  type SimAction,
+  type SimCall,
+  type SimPhone,
+} from "./control.ts";
+import { directoryLoader } from "./directory.ts";
+import { dispatch, enqueue } from "./queues.ts";
+import { type PhonePolicy, SimState, type Step, type TimerOwner } from "./state.ts";
+
+export type { PolicyChange, SimAction, SimCall, SimPhone } from "./control.ts";
+export { SIM_ACTIONS } from "./control.ts";
+export { EXTERNAL, POLICY_NAMES, type PolicyName } from "./state.ts";
+
+export interface SimOptions {
+  store: Store;
+  clock: Clock;
+  logger: Logger;
+  /** `SVC_SIM_ANSWER_MS`: default ring time of a phone with the `auto` policy. */
+  answerMs: number;
+  /** `SVC_SIM_TALK_MS`: talk time after which a phone that answered by itself hangs up; 0 never. */
+  talkMs: number;
+}
+
+/**
+ * The simulated PBX. Every command and timer runs as one step of a single queue; a step's events
+ * reach the listeners (awaited, in order) before the next step starts. Reads (`phones`, `calls`,
+ * `phoneStatuses`, `agentPresence`) do not wait for the queue, so a listener may call them; a
+ * listener must not await a command (it would wait for its own step to end).
+ */
+export class SimPlatform implements Platform {
+  readonly #sim: SimState;
+  readonly #directory: ReturnType<typeof directoryLoader>;
+  readonly #listeners: PlatformListener[] = [];
+  readonly #timers = new Set<() => void>();
+  #tail: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  constructor(readonly options: SimOptions) {
+    this.#sim = new SimState({ answerMs: options.answerMs, talkMs: options.talkMs });
+    this.#directory = directoryLoader(options.store);
+  }
+
+  dialNumber(
+    caller: UserRecord,
+    destination: string,
+    variables: CallVariables,
+  ): Promise<CallStarted> {
+    return this.#step(async (step) => {
+      const phone = step.dir.phoneOfUser(caller.id);
+      if (!phone) throw noLine(caller);
+      const call = await dialFromPhone(
+        step,
+        step.dir.users.get(caller.id) ?? caller,
+        phone,
+        destination,
+        variables,
+        (next) => next.dir.resolve(destination, phone.context),
+      );
+      return { linkedId: call.linkedId };
+    });
+  }
+
+  dialUser(
+    caller: UserRecord,
+    callee: UserRecord,
+    variables: CallVariables,
+  ): Promise<CallStarted> {
+    return this.#step(async (step) => {
+      const phone = step.dir.phoneOfUser(caller.id);
+      if (!phone) throw noLine(caller);
+      const target = step.dir.phoneOfUser(callee.id);
+      if (!target) throw noLine(callee);
+      const call = await dialFromPhone(
+        step,
+        step.dir.users.get(caller.id) ?? caller,
+        phone,
+        target.extension,
+        variables,
+        (next) => {
+          // the callee's phone as configured when the caller answers; gone: the call fails
+          const now = next.dir.phoneOfUser(callee.id);
+          return now ? { kind: "phone", phone: now } : null;
+        },
+      );
+      return { linkedId: call.linkedId };
+    });
+  }
+
+  dialFromQueue(
+    _requester: UserRecord,
+    queue: QueueRecord,
+    destination: string,
+    variables: CallVariables,
+    callerId: { name: string | null; number: string | null },
+  ): Promise<CallStarted> {
+    return this.#step((step) => {
+      const current = step.dir.queues.get(queue.id) ?? queue;
+      const call = newCall(step, {
+        kind: "from_queue",
+        context: current.context,
+        dialled: destination,
+        shownNumber: callerId.number ?? current.number ?? current.name,
+        src: {
+          userId: null,
+          username: "",
+          number: callerId.number ?? current.number ?? current.name,
+        },
+        variables,
+      });
+      enqueue(step, call, current, null);
+      return Promise.resolve({ linkedId: call.linkedId });
+    });
+  }
+
+  dialToQueue(
+    queue: QueueRecord,
+    destination: string,
+    callerIdNumber: string,
+    variables: CallVariables,
+  ): Promise<CallStarted> {
+    return this.#step(async (step) => {
+      const current = step.dir.queues.get(queue.id) ?? queue;
+      const call = newCall(step, {
+        kind: "to_queue",
+        context: current.context,
+        dialled: destination,
+        shownNumber: callerIdNumber,
+        src: { userId: null, username: "", number: callerIdNumber },
+        variables,
+      });
+      call.toQueueId = current.id;
+      await reachNumber(step, call, destination, current.context);
+      return { linkedId: call.linkedId };
+    });
+  }
+
+  /** Nothing to push: the simulator reads the user record at each call. */
+  userServicesChanged(_user: UserRecord): Promise<void> {
+    return Promise.resolve();
+  }
+
+  agentLogin(agent: AgentRecord, extension: string, context: string): Promise<void> {
+    return this.#step((step) => Promise.resolve(login(step, agent, extension, context)));
+  }
+
+  agentLogout(agentId: number): Promise<void> {
+    return this.#step((step) => Promise.resolve(logout(step, agentId)));
+  }
+
+  agentPause(agentId: number, reason: string | null): Promise<void> {
+    return this.#step((step) => Promise.resolve(pause(step, agentId, reason)));
+  }
+
+  agentUnpause(agentId: number): Promise<void> {
+    return this.#step((step) => Promise.resolve(unpause(step, agentId)));
+  }
+
+  agentPresence(agentId: number): Promise<AgentPresence> {
+    return Promise.resolve(presence(this.#sim.agents, agentId));
+  }
+
+  async phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>> {
+    const dir = await this.#directory();
+    return new Map(numbers.map((number) => [number, phoneStatus(this.#sim, dir, number)]));
+  }
+
+  onEvents(listener: PlatformListener): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Cancels every timer: no call moves any more; commands still answer. */
+  close(): void {
+    this.#closed = true;
+    for (const cancel of [...this.#timers]) cancel();
+  }
+
+  /** Every phone with what it is doing and its policy, then the `external` pseudo-phone. */
+  async phones(): Promise<SimPhone[]> {
+    return phoneList(this.#sim, await this.#directory());
+  }
+
+  /** The calls in progress with their legs. */
+  calls(): SimCall[] {
+    return callList(this.#sim);
+  }
+
+  /** Acts on the phone's current call (`no_phone`, `no_call` refusals). */
+  act(extension: string, action: SimAction): Promise<void> {
+    return this.#step((step) => act(step, extension, action));
+  }
+
+  /** Sets how the phone (or `external`) answers its next calls. */
+  setPolicy(extension: string, change: PolicyChange): Promise<PhonePolicy> {
+    return this.#step((step) => Promise.resolve(setPolicy(step, extension, change)));
+  }
+
+  /**
+   * Runs `body` as the next step of the queue: with a fresh directory, then agents whose queue
+   * leg ended are settled and waiting queue calls are offered; then the step's events go to the
+   * listeners. The answer (or the refusal) of `body` is the step's.
+   */
+  #step<T>(body: (step: Step) => Promise<T>): Promise<T> {
+    const run = this.#tail.then(async () => {
+      const events: PlatformEvent[] = [];
+      try {
+        const step: Step = {
+          sim: this.#sim,
+          dir: await this.#directory(),
+          now: this.options.clock.now(),
+          emit: (event) => events.push(event),
+          later: (owner, ms, task) => this.#later(owner, ms, task),
+        };
+        try {
+          return await body(step);
+        } finally {
+          settleAgents(step);
+          await dispatch(step);
+          settleAgents(step);
+        }
+      } finally {
+        await this.#deliver(events);
+      }
+    });
+    this.#tail = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * A timer whose task runs as a step; cancelled with its owner or by `close()`. When the store
+   * cannot be read (the step's directory), nothing has changed yet: the task is tried again a
+   * second later, so that no call stays stuck once the store is back.
+   */
+  #later(owner: TimerOwner, ms: number, task: (step: Step) => Promise<void> | void): void {
+    if (this.#closed) return;
+    const cancel = () => {
+      stop();
+      owner.timers.delete(cancel);
+      this.#timers.delete(cancel);
+    };
+    const stop = this.options.clock.after(ms, async () => {
+      owner.timers.delete(cancel);
+      this.#timers.delete(cancel);
+      try {
+        await this.#step((step) => Promise.resolve(task(step)));
+      } catch (error) {
+        if (error instanceof StoreUnavailable) {
+          this.options.logger.warn("sim step postponed: store unreachable", {
+            cause: String(error.cause),
+          });
+          this.#later(owner, STORE_RETRY_MS, task);
+          return;
+        }
+        this.options.logger.error("sim step failed", {
+          error: String(error),
+          stack: (error as Error)?.stack,
+        });
+      }
+    });
+    owner.timers.add(cancel);
+    this.#timers.add(cancel);
+  }
+
+  /**
+   * Hands the step's events to every listener, awaited, in order: phone and agent events first,
+   * then the finished calls' history in a batch of its own, so that a listener failing on one
+   * (logged) does not lose the other.
+   */
+  async #deliver(events: PlatformEvent[]): Promise<void> {
+    const batches = [
+      events.filter((event) => event.kind !== "call_ended"),
+      events.filter((event) => event.kind === "call_ended"),
+    ].filter((batch) => batch.length);
+    for (const batch of batches) {
+      for (const listener of this.#listeners) {
+        try {
+          await listener(batch);
+        } catch (error) {
+          this.options.logger.error("platform listener failed", {
+            error: String(error),
+            events: batch.length,
+          });
+        }
+      }
+    }
+  }
+}
+
+/** How long a timer's step waits before it is tried again while the store is unreachable. */
+const STORE_RETRY_MS = 1000;
+
+const noLine = (user: UserRecord) =>
+  new PlatformRefusal("no_line", `user ${user.username ?? user.id} has no line`);

@@ -1,0 +1,65 @@
+/**
+ * Call history: one record per user per finished call (decisions §5, §8), keyed
+ * `["call_history", userId, startMs, id]` so that "last n calls" and "calls of the last n days"
+ * are one reverse range read that returns only what it answers.
+ */
+import type { Store } from "./store.ts";
+
+/** How the call went for the record's user. */
+export type CallStatus = "emitted" | "answered" | "missed";
+
+export interface CallRecord {
+  /** Unique for the user: the call's linkedId. */
+  id: string;
+  userId: number;
+  /** When the call started (the first leg rang), ms since the epoch. */
+  startMs: number;
+  /** When the other party answered, null when nobody did. */
+  answeredMs: number | null;
+  endMs: number;
+  srcUsername: string;
+  dstUsername: string;
+  srcNum: string;
+  dstNum: string;
+  status: CallStatus;
+}
+
+const historyKey = (record: CallRecord): Deno.KvKey => [
+  "call_history",
+  record.userId,
+  record.startMs,
+  record.id,
+];
+
+/** Writes `records` in one atomic operation per 500 (a call's records land together). */
+export async function recordCalls(store: Store, records: CallRecord[]): Promise<void> {
+  for (let start = 0; start < records.length; start += 500) {
+    const chunk = records.slice(start, start + 500);
+    await store.commit((op) => {
+      for (const record of chunk) op.set(historyKey(record), record);
+      return op;
+    });
+  }
+}
+
+/** The user's last `size` calls, newest first. */
+export async function lastCalls(store: Store, userId: number, size: number): Promise<CallRecord[]> {
+  const entries = await store.list<CallRecord>(
+    { prefix: ["call_history", userId] },
+    { reverse: true, limit: size },
+  );
+  return entries.map((entry) => entry.value);
+}
+
+/** The user's calls that started at or after `sinceMs`, newest first. */
+export async function callsSince(
+  store: Store,
+  userId: number,
+  sinceMs: number,
+): Promise<CallRecord[]> {
+  const entries = await store.list<CallRecord>(
+    { start: ["call_history", userId, sinceMs], end: ["call_history", userId + 1] },
+    { reverse: true },
+  );
+  return entries.map((entry) => entry.value);
+}

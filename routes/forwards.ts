@@ -1,0 +1,57 @@
+/**
+ * `POST /forward/{unconditional|noanswer|busy}/{username}` (web service users, ACL
+ * `svc.rest.forward.<kind>.{username}.create`): sets one of a user's forwards through
+ * `lib/user_services.ts`, the same change as the configuration daemon's
+ * `PUT /1.1/users/{id}/forwards/<kind>`.
+ *
+ * The destination is kept as given, only trimmed (it is dialled like any number when the forward
+ * applies); an empty one is stored as none (`null` in `/1.1`, `""` in the event). A disabled
+ * forward keeps the destination sent, so it can be enabled again later.
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import { requireAcl } from "../lib/auth/guard.ts";
+import { ApiError } from "../lib/errors.ts";
+import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
+import type { Services } from "../lib/services.ts";
+import type { ForwardKind } from "../lib/store/users.ts";
+import { FORWARD_KINDS, InvalidUserServices, setForward } from "../lib/user_services.ts";
+import { changed, pathUser, SERVICE_BODY, SUCCESS } from "./dnd.ts";
+
+const forwardSchema = bodyObject({
+  destination: z.string(required("a string")),
+  enabled: z.boolean(required("a boolean")),
+});
+
+export function forwardRoutes(services: Services): Hono<AppEnv> {
+  const { store, tokens } = services;
+
+  /**
+   * Body `{destination: string, enabled: boolean}`; errors 400 `JsonBodyNotFound`,
+   * `JsonErrorDecoding`, `UserNotFound`, and `BadRequest` for an enabled forward without a
+   * destination or a destination longer than 128 characters.
+   */
+  const route = (kind: ForwardKind) =>
+    new Hono<AppEnv>().post(
+      `/forward/${kind}/:username`,
+      requireAcl(tokens, `svc.rest.forward.${kind}.{username}.create`),
+      async (c) => {
+        const change = await readBody(c, forwardSchema, SERVICE_BODY);
+        const username = c.req.param("username");
+        const user = await pathUser(store, username);
+        try {
+          await changed(username, setForward(services, user.id, kind, change));
+        } catch (error) {
+          if (error instanceof InvalidUserServices) {
+            throw new ApiError(400, "BadRequest", error.message);
+          }
+          throw error;
+        }
+        return c.json(SUCCESS);
+      },
+    );
+
+  const app = new Hono<AppEnv>();
+  for (const kind of FORWARD_KINDS) app.route("/", route(kind));
+  return app;
+}

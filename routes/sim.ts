@@ -1,0 +1,70 @@
+/**
+ * The simulated PBX's control API (decisions §8), so that every scenario can be played by hand:
+ * list phones and calls, act on a phone's current call, set how a phone answers. docs/platform.md
+ * tells how the simulator behaves.
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import { requireAcl } from "../lib/auth/guard.ts";
+import { ApiError } from "../lib/errors.ts";
+import { type AppEnv, readJson } from "../lib/http.ts";
+import { PlatformRefusal } from "../lib/platform/port.ts";
+import { POLICY_NAMES, SIM_ACTIONS, type SimAction } from "../lib/platform/sim/mod.ts";
+import type { Services } from "../lib/services.ts";
+
+const milliseconds = z.number().int().min(0).max(86_400_000);
+
+const policySchema = z.strictObject({
+  policy: z.enum(POLICY_NAMES as [string, ...string[]]),
+  answer_ms: milliseconds.optional(),
+  talk_ms: milliseconds.optional(),
+});
+
+/** The simulator's refusals in the API's error form. */
+function refusalError(error: unknown): unknown {
+  if (!(error instanceof PlatformRefusal)) return error;
+  if (error.reason === "no_call") return new ApiError(409, "NoCall", error.message);
+  if (error.reason === "no_phone") return new ApiError(404, "PhoneNotFound", error.message);
+  return new ApiError(400, "BadRequest", error.message);
+}
+
+/** Runs `fn`, answering the simulator's refusals as API errors. */
+async function refusalsAnswered<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    throw refusalError(error);
+  }
+}
+
+export function simRoutes(services: Services): Hono<AppEnv> {
+  const { sim, tokens } = services;
+  return new Hono<AppEnv>()
+    .get("/sim/phones", requireAcl(tokens, "svc.rest.sim.phones.read"), async (c) => {
+      return c.json(await sim.phones());
+    })
+    .get("/sim/calls", requireAcl(tokens, "svc.rest.sim.calls.read"), (c) => {
+      return c.json(sim.calls());
+    })
+    .post(
+      `/sim/phones/:extension/:action{${SIM_ACTIONS.join("|")}}`,
+      requireAcl(tokens, "svc.rest.sim.phones.{extension}.{action}.create"),
+      async (c) => {
+        const { extension, action } = c.req.param();
+        await refusalsAnswered(() => sim.act(extension, action as SimAction));
+        return c.json({ res: "success" });
+      },
+    )
+    .put(
+      "/sim/phones/:extension/policy",
+      requireAcl(tokens, "svc.rest.sim.phones.{extension}.policy.update"),
+      async (c) => {
+        const extension = c.req.param("extension");
+        const body = await readJson(c, policySchema, "BadRequest");
+        const policy = await refusalsAnswered(() =>
+          sim.setPolicy(extension, body as Parameters<typeof sim.setPolicy>[1])
+        );
+        return c.json({ extension, ...policy });
+      },
+    );
+}
