@@ -24,6 +24,11 @@ export interface Config {
   demo: boolean;
   logLevel: LogLevel;
   maxContacts: number;
+  oidcIssuer: string | null;
+  oidcAudience: string | null;
+  oidcLoginClaim: string;
+  casUrl: string | null;
+  krb5Keytab: string | null;
   tlsCert: string | null;
   tlsKey: string | null;
 }
@@ -122,6 +127,11 @@ const settings = {
     key: "logLevel",
   },
   SVC_MAX_CONTACTS: { default: "10000", parse: integer(1, 1_000_000), key: "maxContacts" },
+  SVC_OIDC_ISSUER: { default: "", parse: httpUrl, key: "oidcIssuer" },
+  SVC_OIDC_AUDIENCE: { default: "", parse: optional, key: "oidcAudience" },
+  SVC_OIDC_LOGIN_CLAIM: { default: "preferred_username", parse: text, key: "oidcLoginClaim" },
+  SVC_CAS_URL: { default: "", parse: httpUrl, key: "casUrl" },
+  SVC_KRB5_KEYTAB: { default: "", parse: optional, key: "krb5Keytab" },
   SVC_TLS_CERT: { default: "", parse: optional, key: "tlsCert" },
   SVC_TLS_KEY: { default: "", parse: optional, key: "tlsKey" },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
