@@ -8,6 +8,9 @@
  * the time from `POST /dial/number` on the real server to its first event (`EventDialing`) at a
  * receiver in this process (simulated phones answering at once: `SVC_SIM_ANSWER_MS=0`).
  *
+ * Personal contacts: the list view of a CTI user with 20 contacts under wrk, and the times to
+ * import a 10,000-line CSV (plain body) and to export those 10,000 contacts, for another CTI user.
+ *
  * Add a scenario by appending to `scenarios`: a name and a function answering what wrk requests.
  * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
  * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
@@ -216,6 +219,79 @@ function usersCsv(first: number, count: number): string {
   return rows.join("\n");
 }
 
+/**
+ * Creates a CTI user through `/1.1/users` and logs it in; answers its token. The login costs one
+ * password hash (PBKDF2), once.
+ */
+async function ctiToken(servers: Servers, username: string): Promise<string> {
+  const password = `${username}-password`;
+  const user = JSON.stringify({ firstname: "Bench", lastname: username, username, password });
+  await call(servers, "POST", "/1.1/users", user, "application/json");
+  const response = await fetch(`${servers.svc}/svc/api/2.0/auth/login`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ login: username, password }),
+    signal: bounded(10_000),
+  });
+  if (!response.ok) throw new BenchError(`${username} login: ${response.status}`);
+  return (await response.json()).token;
+}
+
+/** Calls the 2.0 API with a CTI user's token; a non-2xx answer stops the bench. */
+async function callAs(
+  token: string,
+  servers: Servers,
+  method: string,
+  path: string,
+  body?: string,
+  type = "application/json",
+) {
+  const response = await fetch(`${servers.svc}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": type },
+    body,
+    signal: bounded(300_000),
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    throw new BenchError(`${method} ${path}: ${response.status} ${text.slice(0, 500)}`);
+  }
+  return text;
+}
+
+/** `count` contact lines under the export's header, each a distinct contact. */
+function contactsCsv(count: number): string {
+  const rows = ["company,email,fax,firstname,lastname,mobile,number"];
+  for (let n = 0; n < count; n++) {
+    rows.push(
+      `"Acme, Inc.",contact${n}@example.com,,Émilie,Dupont ${n},06${String(n).padStart(8, "0")},` +
+        `${1000 + (n % 9000)}`,
+    );
+  }
+  return rows.join("\r\n") + "\r\n";
+}
+
+/** Times importing then exporting 10,000 contacts for a CTI user of its own. */
+async function contactsImportExport(servers: Servers): Promise<void> {
+  const token = await ctiToken(servers, "bench-importer");
+  const csv = contactsCsv(10_000);
+  const path = "/svc/api/2.0/contact";
+  const imported = await timed(
+    "POST /contact/import/personal, 10,000 lines (plain text/csv body)",
+    () => callAs(token, servers, "POST", `${path}/import/personal`, csv, "text/csv;charset=UTF-8"),
+  );
+  const { created, failed } = JSON.parse(imported);
+  if (created.length !== 10_000 || failed.length !== 0) {
+    throw new BenchError(`import: ${created.length} created, ${failed.length} failed`);
+  }
+  const exported = await timed(
+    "GET /contact/export/personal, 10,000 contacts",
+    () => callAs(token, servers, "GET", `${path}/export/personal`),
+  );
+  const lines = exported.split("\r\n").length - 2;
+  if (lines !== 10_000) throw new BenchError(`export: ${lines} lines`);
+}
+
 const scenarios: Scenario[] = [
   { name: "bare Deno.serve hello world", setup: ({ hello }) => ({ url: `${hello}/` }) },
   {
@@ -241,6 +317,29 @@ const scenarios: Scenario[] = [
       return {
         url: `${servers.svc}/1.1/users?limit=100`,
         headers: { Authorization: `Bearer ${servers.adminToken}` },
+      };
+    },
+  },
+  {
+    name: "GET /svc/api/2.0/contact/personal (CTI user, 20 contacts)",
+    setup: async (servers) => {
+      const token = await ctiToken(servers, "bench-contacts");
+      for (let n = 0; n < 20; n++) {
+        // every number's status is asked of the platform: a few look like extensions
+        const number = n % 5 === 0 ? `${1000 + n}` : `06${String(n).padStart(8, "0")}`;
+        const contact = { firstname: "Contact", lastname: `Person ${n}`, number };
+        await callAs(
+          token,
+          servers,
+          "POST",
+          "/svc/api/2.0/contact/personal",
+          JSON.stringify(contact),
+        );
+      }
+      await contactsImportExport(servers);
+      return {
+        url: `${servers.svc}/svc/api/2.0/contact/personal`,
+        headers: { Authorization: `Bearer ${token}` },
       };
     },
   },

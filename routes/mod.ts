@@ -5,12 +5,15 @@ import { type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
 import { authRoutes } from "./auth.ts";
+import { callQualificationRoutes } from "./call_qualifications.ts";
+import { contactRoutes } from "./contacts.ts";
 import { dialRoutes } from "./dial.ts";
 import { dndRoutes } from "./dnd.ts";
 import { eventRoutes } from "./events.ts";
 import { forwardRoutes } from "./forwards.ts";
 import { healthRoutes } from "./health.ts";
 import { historyRoutes } from "./history.ts";
+import { mobilePushRoutes } from "./mobile_push.ts";
 import { simRoutes } from "./sim.ts";
 
 /** Base path of the current API. */
@@ -24,8 +27,12 @@ export const API_V2 = "/svc/api/2.0";
  */
 export function createApp(services: Services) {
   const v2 = new Hono<AppEnv>();
-  v2.use(limitBody(() => MiB));
+  // a contacts CSV may be up to 10 MiB (decisions §3, §11); every other body 1 MiB
+  v2.use(limitBody((c) => c.req.path.endsWith("/contact/import/personal") ? 10 * MiB : MiB));
   v2.route("/", authRoutes(services));
+  v2.route("/", contactRoutes(services));
+  v2.route("/", callQualificationRoutes(services));
+  v2.route("/", mobilePushRoutes(services));
   v2.route("/", dialRoutes(services));
   v2.route("/", dndRoutes(services));
   v2.route("/", forwardRoutes(services));

@@ -4,6 +4,7 @@ import { type AppEnv, limitBody, MiB } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { userCsvRoutes } from "./users_csv.ts";
 import { userRoutes } from "./users.ts";
+import { pushTokenRoutes } from "./push_tokens.ts";
 import { lineRoutes } from "./lines.ts";
 import { endpointRoutes } from "./endpoints.ts";
 import { deviceRoutes } from "./devices.ts";
@@ -30,6 +31,7 @@ const bodyLimit = (path: string) => path.endsWith("/import") ? 10 * MiB : MiB;
 const areas = [
   userCsvRoutes,
   userRoutes,
+  pushTokenRoutes,
   lineRoutes,
   endpointRoutes,
   deviceRoutes,

@@ -7,6 +7,8 @@ import { z } from "zod";
 import { hashPassword } from "../../lib/auth/passwords.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
+import { deleteContactsOfUser } from "../../lib/store/contacts.ts";
+import { deletePushTokensOfUser } from "../../lib/store/push_tokens.ts";
 import { extensions } from "../../lib/store/extensions.ts";
 import { lines } from "../../lib/store/lines.ts";
 import { transact, type Transaction } from "../../lib/store/records.ts";
@@ -272,12 +274,16 @@ export function userRoutes(services: Services) {
       return c.body(null, 204);
     })
     .delete("/users/:id", confdAcl(tokens, "confd.users.{id}.delete"), async (c) => {
-      await transact(store, async (tx) => {
+      const userId = await transact(store, async (tx) => {
         const user = await loadUser(tx, c.req.param("id"));
         const association = blockingAssociation(user);
         if (association) throw resourceError(`User is associated with a ${association}`);
         tx.remove(users, user.id);
+        return user.id;
       });
+      // the user's own data goes with it: contacts and push registrations name no one else
+      await deleteContactsOfUser(store, userId);
+      await deletePushTokensOfUser(store, userId);
       return c.body(null, 204);
     })
     .get("/users/:id/services", confdAcl(tokens, "confd.users.{id}.services.read"), async (c) => {

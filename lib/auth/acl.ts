@@ -74,6 +74,22 @@ function pattern(acl: string, userId: string): RegExp {
  * isAllowed(["#", "!confd.#"], "confd.users.read", "1"); // false
  */
 export function isAllowed(granted: readonly string[], required: string, userId: string): boolean {
+  // a token's ACL list is one array for as long as its verification is cached: remember answers
+  let answers = decisions.get(granted);
+  if (!answers) decisions.set(granted, answers = new Map());
+  const key = `${required}\u0000${userId}`;
+  let answer = answers.get(key);
+  if (answer === undefined) {
+    if (answers.size >= MAX_CACHED) answers.clear();
+    answers.set(key, answer = decide(granted, required, userId));
+  }
+  return answer;
+}
+
+/** Answers of {@link isAllowed} per granted list (the same array object) and request. */
+const decisions = new WeakMap<readonly string[], Map<string, boolean>>();
+
+function decide(granted: readonly string[], required: string, userId: string): boolean {
   let allowed = false;
   for (const acl of expandAcls(granted)) {
     if (acl.startsWith("!")) {

@@ -7,6 +7,7 @@ import { type AgentRecord, agents } from "../../store/agents.ts";
 import { type ExtensionRecord, extensions } from "../../store/extensions.ts";
 import { type LineRecord, lines } from "../../store/lines.ts";
 import { type QueueRecord, queues } from "../../store/queues.ts";
+import { sharedRead } from "../../store/shared_read.ts";
 import type { Store } from "../../store/store.ts";
 import { type UserRecord, users } from "../../store/users.ts";
 
@@ -126,24 +127,27 @@ export class Directory {
 }
 
 /**
- * Reads the directory; the collections' lists are cached against their version keys, and so is
- * the directory built from them, so a step costs five reads while nothing changes.
+ * Reads the directory. One shared read of the five collections' version keys tells whether
+ * anything changed (requests arriving together share it); only then are the lists read again
+ * (each cached against its own version key) and the directory rebuilt.
  */
 export function directoryLoader(store: Store): () => Promise<Directory> {
-  let cached: { sources: unknown[]; directory: Directory } | null = null;
+  const collections = [users, lines, extensions, queues, agents] as const;
+  const versions = sharedRead(() => store.getMany(collections.map((c) => c.versionKey)));
+  let cached: { versions: string; directory: Directory } | null = null;
   return async () => {
-    const sources = await Promise.all([
-      users.all(store),
-      lines.all(store),
-      extensions.all(store),
-      queues.all(store),
-      agents.all(store),
-    ]);
-    if (cached && cached.sources.every((source, i) => source === sources[i])) {
-      return cached.directory;
-    }
-    const directory = new Directory(...sources);
-    cached = { sources, directory };
+    const current = (await versions()).map((entry) => entry.versionstamp).join(",");
+    if (cached?.versions === current) return cached.directory;
+    const directory = new Directory(
+      ...await Promise.all([
+        users.all(store),
+        lines.all(store),
+        extensions.all(store),
+        queues.all(store),
+        agents.all(store),
+      ]),
+    );
+    cached = { versions: current, directory };
     return directory;
   };
 }

@@ -1,0 +1,437 @@
+/**
+ * Personal contacts of CTI users (decisions §3): the only module that knows their keys.
+ *
+ * - `["contacts", userId, id]` holds a {@link ContactRecord}; listing a user's contacts is one
+ *   range read.
+ * - `["contacts_by_content", userId, hash]` holds the id of the contact whose content (every field
+ *   but `id` and `favorite`, trimmed) hashes to `hash` (SHA-256): duplicate detection is one read,
+ *   and an import loads the whole set in one range read of short keys.
+ * - `["contacts_meta", userId]` holds how many contacts the user has. Every write of the user's
+ *   contacts sets it in the same atomic operation, checked against the versionstamp it was read
+ *   with, so the limit check costs one read and any concurrent change makes the loser try again.
+ */
+import { createHash } from "node:crypto";
+import { batchedRead } from "./shared_read.ts";
+import type { Store } from "./store.ts";
+
+/** The contact fields, in the export's column order. */
+export const CONTACT_FIELDS = [
+  "company",
+  "email",
+  "fax",
+  "firstname",
+  "lastname",
+  "mobile",
+  "number",
+] as const;
+
+export type ContactField = typeof CONTACT_FIELDS[number];
+
+/** Every field present; "" stands for an absent one. */
+export type ContactFields = Record<ContactField, string>;
+
+export interface ContactRecord extends ContactFields {
+  /** A UUID assigned by the service. */
+  id: string;
+  /** Shown in the list view's Favorite column; not part of the content nor of the CSV. */
+  favorite: boolean;
+}
+
+/** Longest field, in characters (decisions §3). */
+export const MAX_FIELD_LENGTH = 256;
+
+/** One reason a contact is not valid, with the import's per-line text. */
+export type ContactProblem =
+  | { kind: "empty"; text: "no name, number, mobile, fax or email" }
+  | { kind: "too_long"; field: ContactField; text: string }
+  | { kind: "email"; field: "email"; text: "invalid email" };
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+/** An empty contact, every field "". */
+export const emptyFields = (): ContactFields => ({
+  company: "",
+  email: "",
+  fax: "",
+  firstname: "",
+  lastname: "",
+  mobile: "",
+  number: "",
+});
+
+/**
+ * What is wrong with `fields` (already trimmed), in this order: no name, number, mobile, fax or
+ * email; then each field in column order (too long, or an e-mail not of the form `local@domain`).
+ *
+ * @example
+ * contactProblems({ ...emptyFields(), email: "x" }); // [{ kind: "email", … }]
+ */
+export function contactProblems(fields: ContactFields): ContactProblem[] {
+  const problems: ContactProblem[] = [];
+  const { number, mobile, fax, email, firstname, lastname } = fields;
+  if (!number && !mobile && !fax && !email && !firstname && !lastname) {
+    problems.push({ kind: "empty", text: "no name, number, mobile, fax or email" });
+  }
+  for (const field of CONTACT_FIELDS) {
+    const value = fields[field];
+    if (value.length > MAX_FIELD_LENGTH && [...value].length > MAX_FIELD_LENGTH) {
+      problems.push({ kind: "too_long", field, text: `field ${field} is too long` });
+    } else if (field === "email" && value && !EMAIL.test(value)) {
+      problems.push({ kind: "email", field, text: "invalid email" });
+    }
+  }
+  return problems;
+}
+
+const contactKey = (userId: number, id: string): Deno.KvKey => ["contacts", userId, id];
+const contentKey = (userId: number, hash: string): Deno.KvKey => [
+  "contacts_by_content",
+  userId,
+  hash,
+];
+const metaKey = (userId: number): Deno.KvKey => ["contacts_meta", userId];
+
+/** The hash of a contact's content: equal contents (decisions §3 duplicates) hash alike. */
+export function contentHash(fields: ContactFields): string {
+  const content = JSON.stringify(CONTACT_FIELDS.map((field) => fields[field]));
+  return createHash("sha256").update(content).digest("base64url");
+}
+
+/** Optimistic writes give up after this many attempts in a row lost to concurrent changes. */
+const MAX_ATTEMPTS = 50;
+
+const abandoned = () => new Error("contacts write abandoned: the contacts kept changing");
+
+/** Every contact of `userId`, in id order (one range read). */
+export async function listContacts(store: Store, userId: number): Promise<ContactRecord[]> {
+  const entries = await store.list<ContactRecord>({ prefix: ["contacts", userId] });
+  return entries.map((entry) => entry.value);
+}
+
+/** Users whose contacts {@link currentContacts} keeps, and contacts in all, at most. */
+const CACHED_USERS = 10_000;
+const CACHED_CONTACTS = 200_000;
+
+interface CachedList {
+  versionstamp: string | null;
+  contacts: readonly ContactRecord[];
+}
+
+/** Per store: the lists by user, oldest read first, and how many contacts they hold. */
+const cachedLists = new WeakMap<Store, { lists: Map<number, CachedList>; contacts: number }>();
+
+/**
+ * Reads the versionstamps of users' count keys; the users asked while a read runs go together in
+ * the next one (`getMany`, 10 keys each, Deno KV's limit). So many list views share a read under
+ * load, and each versionstamp is still read after its request came.
+ */
+function versionReader(store: Store) {
+  return batchedRead(async (userIds: number[]) => {
+    const chunks = [];
+    for (let i = 0; i < userIds.length; i += 10) {
+      chunks.push(store.getMany(userIds.slice(i, i + 10).map(metaKey)));
+    }
+    const entries = (await Promise.all(chunks)).flat();
+    return new Map(userIds.map((userId, i) => [userId, entries[i]!.versionstamp]));
+  });
+}
+
+const versionReaders = new WeakMap<Store, ReturnType<typeof versionReader>>();
+
+/**
+ * Every contact of `userId`, for the list view and the export: kept in memory and read again (one
+ * range read) only when the count key's versionstamp changed, which every write of the user's
+ * contacts does, from any process sharing the store; so an unchanged list costs one read. The
+ * same array is answered while nothing changed (callers may cache what they derive from it by
+ * identity); treat it as read-only.
+ */
+export async function currentContacts(
+  store: Store,
+  userId: number,
+): Promise<readonly ContactRecord[]> {
+  let cache = cachedLists.get(store);
+  if (!cache) cachedLists.set(store, cache = { lists: new Map(), contacts: 0 });
+  let reader = versionReaders.get(store);
+  if (!reader) versionReaders.set(store, reader = versionReader(store));
+  const versionstamp = (await reader([userId])).get(userId) ?? null;
+  const cached = cache.lists.get(userId);
+  if (cached?.versionstamp === versionstamp) return cached.contacts;
+  // read after the versionstamp: the list is at least as recent as what it is kept under
+  const contacts = Object.freeze(await listContacts(store, userId));
+  const previous = cache.lists.get(userId); // another request may have replaced it meanwhile
+  if (previous) {
+    cache.lists.delete(userId);
+    cache.contacts -= previous.contacts.length;
+  }
+  cache.lists.set(userId, { versionstamp, contacts });
+  cache.contacts += contacts.length;
+  for (const [oldest, list] of cache.lists) {
+    if (cache.lists.size <= CACHED_USERS && cache.contacts <= CACHED_CONTACTS) break;
+    cache.lists.delete(oldest);
+    cache.contacts -= list.contacts.length;
+  }
+  return contacts;
+}
+
+/** How many contacts `userId` has (one read). */
+export async function countContacts(store: Store, userId: number): Promise<number> {
+  return (await store.get<number>(metaKey(userId))).value ?? 0;
+}
+
+/** `userId`'s contact `id`, or null (another user's contact is null too). */
+export async function getContact(
+  store: Store,
+  userId: number,
+  id: string,
+): Promise<ContactRecord | null> {
+  return (await store.get<ContactRecord>(contactKey(userId, id))).value;
+}
+
+export type CreateOutcome =
+  | { status: "created"; contact: ContactRecord }
+  | { status: "duplicate" }
+  | { status: "limit" };
+
+/**
+ * Creates a contact from valid, trimmed `fields` unless it duplicates one of the user's contacts
+ * or the user already has `max` contacts.
+ *
+ * @example
+ * const outcome = await createContact(store, 1, { ...emptyFields(), lastname: "Martin" }, false, 10_000);
+ */
+export async function createContact(
+  store: Store,
+  userId: number,
+  fields: ContactFields,
+  favorite: boolean,
+  max: number,
+): Promise<CreateOutcome> {
+  const hash = contentHash(fields);
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const [meta, taken] = await store.getMany<unknown>([metaKey(userId), contentKey(userId, hash)]);
+    if (taken!.value) return { status: "duplicate" };
+    const count = (meta!.value as number | null) ?? 0;
+    if (count >= max) return { status: "limit" };
+    const contact: ContactRecord = { id: crypto.randomUUID(), ...fields, favorite };
+    const result = await store.commit((op) =>
+      op.check(meta!, taken!)
+        .set(contactKey(userId, contact.id), contact)
+        .set(contentKey(userId, hash), contact.id)
+        .set(metaKey(userId), count + 1)
+    );
+    if (result.ok) return { status: "created", contact };
+  }
+  throw abandoned();
+}
+
+/** What a PUT changes: the fields it sends (trimmed), and `favorite` when sent. */
+export type ContactChange = Partial<ContactFields> & { favorite?: boolean };
+
+export type UpdateOutcome =
+  | { status: "updated"; contact: ContactRecord }
+  | { status: "not_found" }
+  | { status: "invalid"; problems: ContactProblem[] }
+  | { status: "duplicate" };
+
+/**
+ * Applies `change` to `userId`'s contact `id`; the result must still be valid and must not
+ * duplicate another of the user's contacts.
+ */
+export async function updateContact(
+  store: Store,
+  userId: number,
+  id: string,
+  change: ContactChange,
+): Promise<UpdateOutcome> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const [entry, meta] = await store.getMany<unknown>([contactKey(userId, id), metaKey(userId)]);
+    const current = entry!.value as ContactRecord | null;
+    if (!current) return { status: "not_found" };
+    const contact: ContactRecord = { ...current, ...change };
+    const problems = contactProblems(contact);
+    if (problems.length) return { status: "invalid", problems };
+    const before = contentHash(current);
+    const after = contentHash(contact);
+    const moved = before !== after;
+    const taken = moved ? await store.get<string>(contentKey(userId, after)) : null;
+    if (taken?.value) return { status: "duplicate" };
+    const result = await store.commit((op) => {
+      op.check(entry!, meta!);
+      if (moved) {
+        op.check(taken!).delete(contentKey(userId, before)).set(contentKey(userId, after), id);
+      }
+      return op.set(contactKey(userId, id), contact)
+        .set(metaKey(userId), (meta!.value as number | null) ?? 0);
+    });
+    if (result.ok) return { status: "updated", contact };
+  }
+  throw abandoned();
+}
+
+/** Deletes `userId`'s contact `id`; answers false when the user has no such contact. */
+export async function deleteContact(store: Store, userId: number, id: string): Promise<boolean> {
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    const [entry, meta] = await store.getMany<unknown>([contactKey(userId, id), metaKey(userId)]);
+    const current = entry!.value as ContactRecord | null;
+    if (!current) return false;
+    const count = (meta!.value as number | null) ?? 1;
+    const result = await store.commit((op) =>
+      op.check(entry!, meta!)
+        .delete(contactKey(userId, id))
+        .delete(contentKey(userId, contentHash(current)))
+        .set(metaKey(userId), Math.max(0, count - 1))
+    );
+    if (result.ok) return true;
+  }
+  throw abandoned();
+}
+
+/** Contacts deleted per atomic operation: two mutations each, well under Deno KV's 1000. */
+const DELETES_PER_COMMIT = 300;
+
+/**
+ * Deletes every contact of `userId`, in atomic operations of {@link DELETES_PER_COMMIT} contacts
+ * each keeping the count right; contacts created meanwhile by another request may survive.
+ */
+export async function deleteAllContacts(store: Store, userId: number): Promise<void> {
+  let lost = 0;
+  for (;;) {
+    const meta = await store.get<number>(metaKey(userId));
+    const page = await store.list<ContactRecord>(
+      { prefix: ["contacts", userId] },
+      { limit: DELETES_PER_COMMIT },
+    );
+    if (!page.length && !meta.value) return;
+    const count = meta.value ?? 0;
+    const result = await store.commit((op) => {
+      op.check(meta); // covers every contact: each write of them sets the count
+      for (const { key, value } of page) {
+        op.delete(key).delete(contentKey(userId, contentHash(value)));
+      }
+      return op.set(metaKey(userId), Math.max(0, count - page.length));
+    });
+    if (result.ok) {
+      if (!page.length) return;
+      lost = 0;
+    } else if (++lost >= MAX_ATTEMPTS) throw abandoned();
+  }
+}
+
+/**
+ * Removes every trace of `userId`'s contacts, count included: for when the user is deleted.
+ *
+ * @example
+ * await deleteContactsOfUser(store, user.id);
+ */
+export async function deleteContactsOfUser(store: Store, userId: number): Promise<void> {
+  await deleteAllContacts(store, userId);
+  await store.delete(metaKey(userId));
+}
+
+export type ImportOutcome =
+  | { status: "created"; contact: ContactRecord }
+  | { status: "duplicate" }
+  | { status: "limit" };
+
+/** Contacts per atomic operation of an import: two mutations each, plus the count. */
+const IMPORTS_PER_COMMIT = 400;
+/**
+ * Budgets of one import commit against Deno KV's limits (keys 80 KiB, keys and values 800 KiB),
+ * with room to spare: sizes are estimated at 3 bytes a character.
+ */
+const KEY_BUDGET = 64_000;
+const TOTAL_BUDGET = 640_000;
+
+interface ImportState {
+  versionstamp: string | null;
+  count: number;
+  /** Content hashes of the user's contacts, and of the candidates taken so far. */
+  seen: Set<string>;
+}
+
+async function importState(store: Store, userId: number): Promise<ImportState> {
+  const meta = await store.get<number>(metaKey(userId));
+  const index = await store.list<string>({ prefix: ["contacts_by_content", userId] });
+  return {
+    versionstamp: meta.versionstamp,
+    count: meta.value ?? 0,
+    seen: new Set(index.map((entry) => entry.key[2] as string)),
+  };
+}
+
+const estimatedSize = (contact: ContactRecord) => {
+  let chars = 0;
+  for (const field of CONTACT_FIELDS) chars += contact[field].length;
+  return 3 * chars + 200;
+};
+/** Bytes of a contact key and a content key (ids and hashes are ASCII), with a margin. */
+const KEYS_SIZE = 160;
+
+/**
+ * Creates contacts from valid, trimmed `candidates` in their order: a candidate equal to an
+ * existing contact or to an earlier candidate is a duplicate, one past `max` contacts hits the
+ * limit. Writes go in atomic operations of many contacts, each checked against the count's
+ * versionstamp: when another request changed the user's contacts meanwhile, the state is read
+ * again and the lines from that operation on are decided again. A store failure midway leaves the
+ * operations already committed (each whole, the count right).
+ */
+export async function importContacts(
+  store: Store,
+  userId: number,
+  candidates: readonly ContactFields[],
+  max: number,
+): Promise<ImportOutcome[]> {
+  const outcomes: ImportOutcome[] = new Array(candidates.length);
+  const hashes = candidates.map(contentHash);
+  let state = await importState(store, userId);
+  let lost = 0;
+  let next = 0;
+  while (next < candidates.length) {
+    const start = next;
+    const batch: { index: number; contact: ContactRecord; hash: string }[] = [];
+    let keyBytes = 0;
+    let totalBytes = 0;
+    while (next < candidates.length && batch.length < IMPORTS_PER_COMMIT) {
+      const hash = hashes[next]!;
+      if (state.seen.has(hash)) {
+        outcomes[next++] = { status: "duplicate" };
+        continue;
+      }
+      if (state.count + batch.length >= max) {
+        outcomes[next++] = { status: "limit" };
+        continue;
+      }
+      const contact: ContactRecord = {
+        id: crypto.randomUUID(),
+        ...candidates[next]!,
+        favorite: false,
+      };
+      const size = estimatedSize(contact);
+      if (keyBytes + KEYS_SIZE > KEY_BUDGET || totalBytes + size > TOTAL_BUDGET) break;
+      keyBytes += KEYS_SIZE;
+      totalBytes += size;
+      state.seen.add(hash);
+      batch.push({ index: next++, contact, hash });
+    }
+    if (!batch.length) continue;
+    const count = state.count + batch.length;
+    const result = await store.commit((op) => {
+      op.check({ key: metaKey(userId), versionstamp: state.versionstamp });
+      for (const { contact, hash } of batch) {
+        op.set(contactKey(userId, contact.id), contact).set(contentKey(userId, hash), contact.id);
+      }
+      return op.set(metaKey(userId), count);
+    });
+    if (result.ok) {
+      for (const { index, contact } of batch) outcomes[index] = { status: "created", contact };
+      state.versionstamp = result.versionstamp;
+      state.count = count;
+      lost = 0;
+    } else {
+      if (++lost >= MAX_ATTEMPTS) throw abandoned();
+      state = await importState(store, userId);
+      next = start;
+    }
+  }
+  return outcomes;
+}
