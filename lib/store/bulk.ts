@@ -5,7 +5,13 @@
  * (run at start-up) puts back what the journal says was there before, so no half-written import
  * survives.
  */
-import { type Collection, collectionNamed, UniqueConflict, versionKey } from "./records.ts";
+import {
+  type Collection,
+  collectionNamed,
+  noteLocalWrite,
+  UniqueConflict,
+  versionKey,
+} from "./records.ts";
 import type { Store } from "./store.ts";
 
 type Id = string | number;
@@ -181,6 +187,7 @@ async function writeChunks(
   const flush = async () => {
     if (!op.sets.length) return;
     const { checks, sets } = op;
+    noteLocalWrite();
     const result = await store.commit((atomic) => {
       for (const claim of checks) {
         if (!released.has(keyText(claim.key))) atomic.check({ key: claim.key, versionstamp: null });
@@ -235,6 +242,7 @@ async function undo(store: Store, id: string): Promise<void> {
       );
       const stored = (await store.getMany<AnyRecord>(keys)).filter((entry) => entry.value);
       if (!stored.length) continue;
+      noteLocalWrite();
       await store.commit((op) => {
         for (const entry of stored) {
           const collection = collectionNamed(String(entry.key[0]))!;
@@ -252,6 +260,7 @@ async function undo(store: Store, id: string): Promise<void> {
     const collection = backup && collectionNamed(backup.collection);
     if (!backup || !collection) continue;
     const current = await collection.get(store, backup.record.id);
+    noteLocalWrite();
     await store.commit((op) => {
       for (const index of current ? collection.indexes(current) : []) op.delete(index.key);
       for (const index of collection.indexes(backup.record)) {

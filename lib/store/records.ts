@@ -14,6 +14,20 @@ export class UniqueConflict extends Error {
   }
 }
 
+let localWrites = 0;
+
+/**
+ * How many writes to collections this process has attempted: a cache of collection data may skip
+ * reading version keys while this stays the same and it accepts seeing other processes' writes a
+ * little later (it reads the version keys then).
+ */
+export const localWriteCount = (): number => localWrites;
+
+/** Counts a write to collections (call it whatever the commit's outcome: a surplus is harmless). */
+export function noteLocalWrite(): void {
+  localWrites++;
+}
+
 /** The key every write of a collection's records changes, in the same atomic operation. */
 export const versionKey = (name: string): Deno.KvKey => ["collection_versions", name];
 
@@ -208,6 +222,7 @@ export class Transaction {
     const addedKeys = new Set(added.map((index) => keyText(index.key)));
     // a value one record gives up and another takes in the same transaction just changes hands
     const handedOver = new Set(removed.map(keyText).filter((key) => addedKeys.has(key)));
+    noteLocalWrite();
     const result = await this.store.commit((op) => {
       for (const read of this.#reads.values()) {
         if (!addedKeys.has(keyText(read.key))) op.check(read);

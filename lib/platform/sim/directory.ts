@@ -7,6 +7,7 @@ import { type AgentRecord, agents } from "../../store/agents.ts";
 import { type ExtensionRecord, extensions } from "../../store/extensions.ts";
 import { type LineRecord, lines } from "../../store/lines.ts";
 import { type QueueRecord, queues } from "../../store/queues.ts";
+import { localWriteCount } from "../../store/records.ts";
 import { sharedRead } from "../../store/shared_read.ts";
 import type { Store } from "../../store/store.ts";
 import { type UserRecord, users } from "../../store/users.ts";
@@ -127,27 +128,50 @@ export class Directory {
 }
 
 /**
+ * How long a read-only question (phone statuses for the contacts list view) may be answered from
+ * the directory without reading the version keys, while this process wrote no collection: the
+ * simulator runs in one process (DESIGN.md), so only a change made by another process sharing the
+ * store shows this much later, which is harmless for a status that is live anyway. Steps always
+ * read the version keys: a step that cannot read the store is postponed, never half done.
+ */
+export const DIRECTORY_RECHECK_MS = 1000;
+
+/**
  * Reads the directory. One shared read of the five collections' version keys tells whether
- * anything changed (requests arriving together share it); only then are the lists read again
+ * anything changed (requests arriving together share it; with `recent`, none is needed while this
+ * process wrote nothing for {@link DIRECTORY_RECHECK_MS}); only then are the lists read again
  * (each cached against its own version key) and the directory rebuilt.
  */
-export function directoryLoader(store: Store): () => Promise<Directory> {
+export function directoryLoader(
+  store: Store,
+): (options?: { recent?: boolean }) => Promise<Directory> {
   const collections = [users, lines, extensions, queues, agents] as const;
   const versions = sharedRead(() => store.getMany(collections.map((c) => c.versionKey)));
   let cached: { versions: string; directory: Directory } | null = null;
-  return async () => {
+  let checked = { at: -Infinity, writes: -1 };
+  return async ({ recent = false } = {}) => {
+    const writes = localWriteCount();
+    if (
+      recent && cached && checked.writes === writes &&
+      performance.now() - checked.at < DIRECTORY_RECHECK_MS
+    ) {
+      return cached.directory;
+    }
+    const started = { at: performance.now(), writes };
     const current = (await versions()).map((entry) => entry.versionstamp).join(",");
-    if (cached?.versions === current) return cached.directory;
-    const directory = new Directory(
-      ...await Promise.all([
-        users.all(store),
-        lines.all(store),
-        extensions.all(store),
-        queues.all(store),
-        agents.all(store),
-      ]),
-    );
-    cached = { versions: current, directory };
-    return directory;
+    if (cached?.versions !== current) {
+      const directory = new Directory(
+        ...await Promise.all([
+          users.all(store),
+          lines.all(store),
+          extensions.all(store),
+          queues.all(store),
+          agents.all(store),
+        ]),
+      );
+      cached = { versions: current, directory };
+    }
+    checked = started;
+    return cached.directory;
   };
 }

@@ -190,7 +190,7 @@ export class SimPlatform implements Platform {
   }
 
   async phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>> {
-    const dir = await this.#directory();
+    const dir = await this.#directory({ recent: true });
     return new Map(numbers.map((number) => [number, phoneStatus(this.#sim, dir, number)]));
   }
 
