@@ -54,9 +54,10 @@ export function requireToken(tokens: Tokens): MiddlewareHandler<AppEnv> {
  * app.post("/dnd/:username", requireAcl(tokens, "svc.rest.dnd.{username}.create"), handler);
  */
 export function requireAcl(tokens: Tokens, template: string): MiddlewareHandler<AppEnv> {
+  const constant = template.includes("{") ? null : template;
   return async (c, next) => {
     const identity = await tokens.verify(readToken(c));
-    const required = fillAcl(template, c.req.param() as Record<string, string>);
+    const required = constant ?? fillAcl(template, c.req.param() as Record<string, string>);
     if (!isAllowed(identity.acls, required, identity.userId)) {
       throw new ApiError(403, "Forbidden", `missing ACL ${required}`);
     }
