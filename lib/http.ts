@@ -42,14 +42,25 @@ export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
 
 /** Refuses a body larger than `maxBytes(c)` with 413 before reading it whole. */
 export function limitBody(maxBytes: (c: Context) => number): MiddlewareHandler {
+  const limits = new Map<number, MiddlewareHandler>();
   return (c, next) => {
+    if (!c.req.raw.body) return next(); // nothing to read (GET, HEAD, an empty POST)
     const maxSize = maxBytes(c);
-    return bodyLimit({
-      maxSize,
-      onError: () => {
-        throw new ApiError(413, "PayloadTooLarge", `request body is larger than ${maxSize} bytes`);
-      },
-    })(c, next);
+    let limit = limits.get(maxSize);
+    if (!limit) {
+      limit = bodyLimit({
+        maxSize,
+        onError: () => {
+          throw new ApiError(
+            413,
+            "PayloadTooLarge",
+            `request body is larger than ${maxSize} bytes`,
+          );
+        },
+      });
+      limits.set(maxSize, limit);
+    }
+    return limit(c, next);
   };
 }
 
