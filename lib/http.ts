@@ -30,6 +30,7 @@ export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
     c.set("requestId", requestId);
     await next();
     c.res.headers.set("X-Request-Id", requestId);
+    if (!logger.enabled("info")) return; // the fields below cost more than a skipped line
     logger.info("request", {
       requestId,
       method: c.req.method,

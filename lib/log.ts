@@ -6,6 +6,8 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** True when lines at `level` are written (so a hot path can skip building them). */
+  enabled(level: LogLevel): boolean;
 }
 
 const rank: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
@@ -24,5 +26,11 @@ export function createLogger(
     if (rank[at] < rank[level]) return;
     write(JSON.stringify({ time: new Date().toISOString(), level: at, msg, ...fields }));
   };
-  return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") };
+  return {
+    debug: log("debug"),
+    info: log("info"),
+    warn: log("warn"),
+    error: log("error"),
+    enabled: (at) => rank[at] >= rank[level],
+  };
 }
