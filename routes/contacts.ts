@@ -4,7 +4,7 @@
  * belong to the token's CTI user; a web service user's token is refused with 403 `Forbidden`, and
  * another user's contact is 404 `ContactNotFound` like one that does not exist.
  */
-import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { type Context, Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { parseCsv, toCsv } from "../lib/csv.ts";
 import { ApiError } from "../lib/errors.ts";
@@ -49,14 +49,6 @@ function pathId(c: Context<AppEnv>): string {
   if (!UUID.test(id)) throw notFound(id);
   return id.toLowerCase();
 }
-
-/** After the ACL guard: contacts belong to CTI users, never to web service users. */
-const ctiOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.get("identity").userType !== "cti") {
-    throw new ApiError(403, "Forbidden", "personal contacts belong to CTI users only");
-  }
-  await next();
-};
 
 /** The token's CTI user id. */
 const owner = (c: Context<AppEnv>) => Number(c.get("identity").userId);
@@ -293,24 +285,26 @@ function readImport(bytes: Uint8Array): LineCheck[] {
 
 export function contactRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens, config } = services;
-  const acl = (template: string) => [requireAcl(tokens, template), ctiOnly] as const;
+  // contacts belong to CTI users, never to web service users
+  const acl = (template: string) =>
+    requireAcl(tokens, template, { ctiOnly: "personal contacts belong to CTI users only" });
   // list views asked while a platform call runs share the next one
   const phoneStatuses = batchedRead((numbers: string[]) =>
     services.platform.phoneStatuses(numbers)
   );
 
   return new Hono<AppEnv>()
-    .get("/contact/personal", ...acl("svc.rest.contact.personal.read"), async (c) => {
+    .get("/contact/personal", acl("svc.rest.contact.personal.read"), async (c) => {
       return await listView(services, phoneStatuses, owner(c));
     })
     .get(
       "/contact/display/personal",
-      ...acl("svc.rest.contact.display.personal.read"),
+      acl("svc.rest.contact.display.personal.read"),
       async (c) => {
         return await listView(services, phoneStatuses, owner(c));
       },
     )
-    .post("/contact/personal", ...acl("svc.rest.contact.personal.create"), async (c) => {
+    .post("/contact/personal", acl("svc.rest.contact.personal.create"), async (c) => {
       const change = contactChange(await readContactBody(c));
       const { favorite = false, ...sent } = change;
       const fields = { ...emptyFields(), ...sent };
@@ -327,17 +321,17 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
       c.header("Location", `${c.req.path}/${outcome.contact.id}`);
       return c.json(view(outcome.contact), 201);
     })
-    .delete("/contact/personal", ...acl("svc.rest.contact.personal.delete"), async (c) => {
+    .delete("/contact/personal", acl("svc.rest.contact.personal.delete"), async (c) => {
       await deleteAllContacts(store, owner(c));
       return c.body(null, 204);
     })
-    .get("/contact/personal/:id", ...acl("svc.rest.contact.personal.{id}.read"), async (c) => {
+    .get("/contact/personal/:id", acl("svc.rest.contact.personal.{id}.read"), async (c) => {
       const id = pathId(c);
       const contact = await getContact(store, owner(c), id);
       if (!contact) throw notFound(id);
       return c.json(view(contact));
     })
-    .put("/contact/personal/:id", ...acl("svc.rest.contact.personal.{id}.update"), async (c) => {
+    .put("/contact/personal/:id", acl("svc.rest.contact.personal.{id}.update"), async (c) => {
       const id = pathId(c);
       const change = contactChange(await readContactBody(c), id);
       const userId = await existingOwner(c, services);
@@ -352,12 +346,12 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
       }
       return c.json(view(outcome.contact));
     })
-    .delete("/contact/personal/:id", ...acl("svc.rest.contact.personal.{id}.delete"), async (c) => {
+    .delete("/contact/personal/:id", acl("svc.rest.contact.personal.{id}.delete"), async (c) => {
       const id = pathId(c);
       if (!await deleteContact(store, owner(c), id)) throw notFound(id);
       return c.body(null, 204);
     })
-    .get("/contact/export/personal", ...acl("svc.rest.contact.export.personal.read"), async (c) => {
+    .get("/contact/export/personal", acl("svc.rest.contact.export.personal.read"), async (c) => {
       const { sorted } = derive(await currentContacts(store, owner(c)));
       const rows = sorted.map((contact) => CONTACT_FIELDS.map((field) => contact[field]));
       return c.body(toCsv(CONTACT_FIELDS, rows), 200, {
@@ -367,7 +361,7 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
     })
     .post(
       "/contact/import/personal",
-      ...acl("svc.rest.contact.import.personal.create"),
+      acl("svc.rest.contact.import.personal.create"),
       async (c) => {
         const checks = readImport(await importBytes(c));
         const userId = await existingOwner(c, services);

@@ -35,7 +35,7 @@ import type { Services } from "../lib/services.ts";
 import { isConnected } from "../lib/store/connections.ts";
 import { findQueueByName, getQueue, type QueueRecord } from "../lib/store/queues.ts";
 import { findUserByUsername, type UserRecord } from "../lib/store/users.ts";
-import { pathUser, SUCCESS } from "./dnd.ts";
+import { pathUser, SUCCESS } from "./control.ts";
 
 /** Every body problem of a dial command is a `BadRequest` (the spec's errors 6). */
 const DIAL_BODY = { missing: "BadRequest", invalid: "BadRequest" };

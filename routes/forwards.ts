@@ -16,7 +16,7 @@ import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import type { ForwardKind } from "../lib/store/users.ts";
 import { FORWARD_KINDS, InvalidUserServices, setForward } from "../lib/user_services.ts";
-import { changed, pathUser, SERVICE_BODY, SUCCESS } from "./dnd.ts";
+import { changed, pathUser, SERVICE_BODY, SUCCESS } from "./control.ts";
 
 const forwardSchema = bodyObject({
   destination: z.string(required("a string")),

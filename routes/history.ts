@@ -23,7 +23,7 @@ import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { type CallRecord, callsSince, lastCalls } from "../lib/store/call_history.ts";
-import { pathUser } from "./dnd.ts";
+import { pathUser } from "./control.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 

@@ -42,18 +42,6 @@ const bodySchema = bodyObject({ token: z.unknown().optional() });
 const notFound = () => new ApiError(400, "JsonBodyNotFound", "token not found");
 const invalid = (message: string) => new ApiError(400, "JsonErrorDecoding", message);
 
-/** The ACL, then a CTI user's token. */
-function ctiUserAcl(services: Services): MiddlewareHandler<AppEnv> {
-  const acl = requireAcl(services.tokens, REGISTER_ACL);
-  return (c, next) =>
-    acl(c, () => {
-      if (c.get("identity").userType !== "cti") {
-        throw new ApiError(403, "Forbidden", "push registration is for CTI users only");
-      }
-      return next();
-    });
-}
-
 /** Marks every answer of the deprecated route, errors included. */
 const deprecated: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.header("Deprecation", "true");
@@ -97,7 +85,9 @@ export function mobilePushRoutes(services: Services): Hono<AppEnv> {
     if (!record) throw new ApiError(401, "UserNotFound", "user does not exist");
     return c.json({ platform, token }, 201);
   };
-  const guard = ctiUserAcl(services);
+  const guard = requireAcl(services.tokens, REGISTER_ACL, {
+    ctiOnly: "push registration is for CTI users only",
+  });
   return new Hono<AppEnv>()
     .post("/mobile/push/register", deprecated, guard, register("android"))
     .post("/mobile/push/register/android", guard, register("android"))

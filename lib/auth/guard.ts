@@ -48,12 +48,17 @@ export function requireToken(tokens: Tokens): MiddlewareHandler<AppEnv> {
 
 /**
  * Accepts a valid token holding the ACL `template` filled from the path; otherwise 403
- * `Forbidden` naming the missing ACL.
+ * `Forbidden` naming the missing ACL. With `ctiOnly`, the route belongs to CTI users: a web service
+ * user's token holding the ACL is refused with 403 `Forbidden` and that message.
  *
  * @example
  * app.post("/dnd/:username", requireAcl(tokens, "svc.rest.dnd.{username}.create"), handler);
  */
-export function requireAcl(tokens: Tokens, template: string): MiddlewareHandler<AppEnv> {
+export function requireAcl(
+  tokens: Tokens,
+  template: string,
+  { ctiOnly }: { ctiOnly?: string } = {},
+): MiddlewareHandler<AppEnv> {
   const constant = template.includes("{") ? null : template;
   return async (c, next) => {
     const identity = await tokens.verify(readToken(c));
@@ -61,6 +66,7 @@ export function requireAcl(tokens: Tokens, template: string): MiddlewareHandler<
     if (!isAllowed(identity.acls, required, identity.userId)) {
       throw new ApiError(403, "Forbidden", `missing ACL ${required}`);
     }
+    if (ctiOnly && identity.userType !== "cti") throw new ApiError(403, "Forbidden", ctiOnly);
     c.set("identity", identity);
     await next();
   };
