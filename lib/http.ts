@@ -19,18 +19,31 @@ export const MiB = 1024 * 1024;
 const incomingRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
+ * A new request id: this process's random prefix (48 bits) and a counter. Never repeated within a
+ * process, and as unlikely to be across processes as the prefix is; a random UUID per request cost
+ * a few per cent of the throughput.
+ */
+export const newRequestId = (() => {
+  const prefix = crypto.randomUUID().slice(0, 13); // 48 random bits, e.g. "3f2a9c1e-7b4d"
+  let serial = 0;
+  return () => `${prefix}-${(++serial).toString(36)}`;
+})();
+
+/**
  * Gives every request an id (kept from a sane incoming `X-Request-Id`), echoes it on the response
  * and logs one JSON line per request. Only the path is logged: query strings may carry tokens.
  */
 export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const started = performance.now();
+    // the line's fields are built only when it is written: they cost more than a skipped line
+    const logged = logger.enabled("info");
+    const started = logged ? performance.now() : 0;
     const incoming = c.req.header("x-request-id");
-    const requestId = incoming && incomingRequestId.test(incoming) ? incoming : crypto.randomUUID();
+    const requestId = incoming && incomingRequestId.test(incoming) ? incoming : newRequestId();
     c.set("requestId", requestId);
     await next();
     c.res.headers.set("X-Request-Id", requestId);
-    if (!logger.enabled("info")) return; // the fields below cost more than a skipped line
+    if (!logged) return;
     logger.info("request", {
       requestId,
       method: c.req.method,

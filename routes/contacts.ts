@@ -26,6 +26,7 @@ import {
   emptyFields,
   getContact,
   importContacts,
+  recentContacts,
   updateContact,
 } from "../lib/store/contacts.ts";
 import { getUser } from "../lib/store/users.ts";
@@ -163,8 +164,11 @@ interface Derived {
   numbers: string[];
   /** Each sorted contact's list view entry, without its status. */
   entries: { entry: string[]; contact_id: string; number: string }[];
-  /** The encoded list view for the statuses of `signature`, kept for the next request. */
-  body?: { signature: string; bytes: Uint8Array<ArrayBuffer> };
+  /**
+   * The list view's text for the statuses of `signature`, read at the platform's status `version`,
+   * kept for the next request.
+   */
+  body?: { version: number | null; signature: string; json: string };
 }
 
 const derivedViews = new WeakMap<readonly ContactRecord[], Derived>();
@@ -195,32 +199,39 @@ function derive(contacts: readonly ContactRecord[]): Derived {
 type Statuses = Map<string, PhoneStatus>;
 
 /**
- * The list view (spec "Personal contact list view"), `status` from the platform: one read when
- * the user's contacts did not change (see `currentContacts`), and one platform call (shared with
- * the list views asked meanwhile).
+ * The list view (spec "Personal contact list view"), `status` from the platform. The user's
+ * contacts come from `recentContacts` (no read) or `currentContacts` (one read, shared); the
+ * statuses from one platform call (shared with the list views asked meanwhile), skipped while the
+ * platform's status version says none changed since the kept answer.
  */
 async function listView(
   services: Services,
   phoneStatuses: (numbers: Iterable<string>) => Promise<Statuses>,
   userId: number,
 ): Promise<Response> {
-  const derived = derive(await currentContacts(services.store, userId));
-  const statuses = derived.numbers.length ? await phoneStatuses(derived.numbers) : new Map();
-  // the body changes only with the contacts (a new `derived`) or a status: reuse its bytes
-  const signature = derived.numbers.map((number) => statuses.get(number) ?? -2).join(",");
+  const { store, platform } = services;
+  const derived = derive(recentContacts(store, userId) ?? await currentContacts(store, userId));
+  // read before asking: a status changing meanwhile changes it, and the next view asks again
+  const version = platform.phoneStatusVersion();
   let body = derived.body;
-  if (body?.signature !== signature) {
-    const view = {
-      headers: LIST_HEADERS,
-      entries: derived.entries.map(({ entry, contact_id, number }) => ({
-        status: statuses.get(number) ?? -2,
-        entry,
-        contact_id,
-      })),
-    };
-    body = derived.body = { signature, bytes: new TextEncoder().encode(JSON.stringify(view)) };
+  if (version === null || body?.version !== version) {
+    const statuses = derived.numbers.length ? await phoneStatuses(derived.numbers) : new Map();
+    // the text changes only with the contacts (a new `derived`) or a status: reuse it
+    const signature = derived.numbers.map((number) => statuses.get(number) ?? -2).join(",");
+    let json = body?.json;
+    if (json === undefined || body?.signature !== signature) {
+      json = JSON.stringify({
+        headers: LIST_HEADERS,
+        entries: derived.entries.map(({ entry, contact_id, number }) => ({
+          status: statuses.get(number) ?? -2,
+          entry,
+          contact_id,
+        })),
+      });
+    }
+    body = derived.body = { version, signature, json };
   }
-  return new Response(body.bytes, { headers: JSON_HEADERS });
+  return new Response(body.json, { headers: JSON_HEADERS });
 }
 
 const JSON_HEADERS = { "Content-Type": "application/json" };
@@ -294,15 +305,15 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
   );
 
   return new Hono<AppEnv>()
-    .get("/contact/personal", acl("svc.rest.contact.personal.read"), async (c) => {
-      return await listView(services, phoneStatuses, owner(c));
-    })
+    .get(
+      "/contact/personal",
+      acl("svc.rest.contact.personal.read"),
+      (c) => listView(services, phoneStatuses, owner(c)),
+    )
     .get(
       "/contact/display/personal",
       acl("svc.rest.contact.display.personal.read"),
-      async (c) => {
-        return await listView(services, phoneStatuses, owner(c));
-      },
+      (c) => listView(services, phoneStatuses, owner(c)),
     )
     .post("/contact/personal", acl("svc.rest.contact.personal.create"), async (c) => {
       const change = contactChange(await readContactBody(c));

@@ -1,5 +1,6 @@
 /** The one Hono app serving every area (decisions §1). */
 import { Hono } from "hono";
+import { CachedRouter } from "../lib/cached_router.ts";
 import { apiErrorHandler } from "../lib/errors.ts";
 import { type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
@@ -40,7 +41,7 @@ export function createApp(services: Services) {
   v2.route("/", eventRoutes(services));
   v2.route("/", simRoutes(services));
 
-  const app = new Hono<AppEnv>();
+  const app = new Hono<AppEnv>({ router: new CachedRouter() });
   app.use(requestLog(services.logger));
   app.route("/", healthRoutes(services));
   app.route(API_V2, v2);

@@ -44,7 +44,11 @@ const claimsSchema = z.object({
 
 const invalidToken = (message: string) => new ApiError(403, "InvalidToken", message);
 
-type Claims = z.infer<typeof claimsSchema>;
+/** A checked token: whom it speaks for (one object per token) and when it expires (ms). */
+interface Verified {
+  identity: Readonly<Identity>;
+  expiresAt: number;
+}
 
 /** How many verified tokens are remembered; the oldest is forgotten first. */
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -55,7 +59,7 @@ export class Tokens {
    * Tokens whose signature and claims were checked. A token is immutable and the key never changes
    * in a process, so a remembered answer cannot go stale; only the expiry is checked again.
    */
-  readonly #verified = new Map<string, Claims>();
+  readonly #verified = new Map<string, Verified>();
 
   private constructor(
     private readonly key: CryptoKey,
@@ -107,15 +111,14 @@ export class Tokens {
    * signed payload that is not JSON) or 403 `TokenExpired`.
    */
   async verify(token: string): Promise<Identity> {
-    const claims = this.#verified.get(token) ?? await this.#check(token);
-    if (this.clock.now() >= claims.expiresAt) {
+    const verified = this.#verified.get(token) ?? await this.#check(token);
+    if (this.clock.now() >= verified.expiresAt) {
       throw new ApiError(403, "TokenExpired", "token expired");
     }
-    const { sub, login, userType, acls } = claims;
-    return { userId: sub, login, userType, acls };
+    return verified.identity;
   }
 
-  async #check(token: string): Promise<Claims> {
+  async #check(token: string): Promise<Verified> {
     let payload: Uint8Array;
     try {
       ({ payload } = await compactVerify(token, this.key, { algorithms: ["HS256"] }));
@@ -135,8 +138,10 @@ export class Tokens {
     if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
       this.#verified.delete(this.#verified.keys().next().value!);
     }
-    this.#verified.set(token, claims.data);
-    return claims.data;
+    const { sub, login, userType, acls, expiresAt } = claims.data;
+    const verified = { identity: Object.freeze({ userId: sub, login, userType, acls }), expiresAt };
+    this.#verified.set(token, verified);
+    return verified;
   }
 }
 

@@ -152,6 +152,14 @@ export interface Platform {
   agentPresence(agentId: number): Promise<AgentPresence>;
   /** The status of each number (decisions §3); numbers that are no extension answer -2. */
   phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>>;
+  /**
+   * A number that changes whenever any phone status may change: while it reads the same,
+   * `phoneStatuses` answers what it answered when it was read, so a caller may keep that answer.
+   * Null when the connector cannot tell without asking (then ask `phoneStatuses`). A connector
+   * keeping device states in memory bumps it on each device state event; one that keeps nothing
+   * answers null always.
+   */
+  phoneStatusVersion(): number | null;
   /** Adds a listener of platform events. */
   onEvents(listener: PlatformListener): void;
   /** Stops every timer: no call moves any more. */

@@ -11,6 +11,7 @@
  *   with, so the limit check costs one read and any concurrent change makes the loser try again.
  */
 import { createHash } from "node:crypto";
+import { localWriteCount, noteLocalWrite } from "./records.ts";
 import { batchedRead } from "./shared_read.ts";
 import type { Store } from "./store.ts";
 
@@ -102,6 +103,12 @@ const MAX_ATTEMPTS = 50;
 
 const abandoned = () => new Error("contacts write abandoned: the contacts kept changing");
 
+/** Every write of contacts: noted first, so that {@link recentContacts} stops answering. */
+function commitContacts(store: Store, build: Parameters<Store["commit"]>[0]) {
+  noteLocalWrite();
+  return store.commit(build);
+}
+
 /** Every contact of `userId`, in id order (one range read). */
 export async function listContacts(store: Store, userId: number): Promise<ContactRecord[]> {
   const entries = await store.list<ContactRecord>({ prefix: ["contacts", userId] });
@@ -115,7 +122,16 @@ const CACHED_CONTACTS = 200_000;
 interface CachedList {
   versionstamp: string | null;
   contacts: readonly ContactRecord[];
+  /** When the versionstamp read started (`performance.now()`), and the local writes then. */
+  checked: { at: number; writes: number };
 }
+
+/**
+ * How long {@link recentContacts} answers a kept list without reading its versionstamp, while
+ * this process wrote nothing: a change made through this process shows at once, one made by
+ * another process sharing the store at most this much later (docs/contacts.md).
+ */
+export const CONTACTS_RECHECK_MS = 1000;
 
 /** Per store: the lists by user, oldest read first, and how many contacts they hold. */
 const cachedLists = new WeakMap<Store, { lists: Map<number, CachedList>; contacts: number }>();
@@ -153,9 +169,13 @@ export async function currentContacts(
   if (!cache) cachedLists.set(store, cache = { lists: new Map(), contacts: 0 });
   let reader = versionReaders.get(store);
   if (!reader) versionReaders.set(store, reader = versionReader(store));
+  const checked = { at: performance.now(), writes: localWriteCount() };
   const versionstamp = (await reader([userId])).get(userId) ?? null;
   const cached = cache.lists.get(userId);
-  if (cached?.versionstamp === versionstamp) return cached.contacts;
+  if (cached?.versionstamp === versionstamp) {
+    cached.checked = checked;
+    return cached.contacts;
+  }
   // read after the versionstamp: the list is at least as recent as what it is kept under
   const contacts = Object.freeze(await listContacts(store, userId));
   const previous = cache.lists.get(userId); // another request may have replaced it meanwhile
@@ -163,7 +183,7 @@ export async function currentContacts(
     cache.lists.delete(userId);
     cache.contacts -= previous.contacts.length;
   }
-  cache.lists.set(userId, { versionstamp, contacts });
+  cache.lists.set(userId, { versionstamp, contacts, checked });
   cache.contacts += contacts.length;
   for (const [oldest, list] of cache.lists) {
     if (cache.lists.size <= CACHED_USERS && cache.contacts <= CACHED_CONTACTS) break;
@@ -171,6 +191,20 @@ export async function currentContacts(
     cache.contacts -= list.contacts.length;
   }
   return contacts;
+}
+
+/**
+ * The list {@link currentContacts} would answer, without reading, when it was checked less than
+ * `maxAgeMs` ago and this process wrote no contacts since; else null (ask `currentContacts`).
+ */
+export function recentContacts(
+  store: Store,
+  userId: number,
+  maxAgeMs = CONTACTS_RECHECK_MS,
+): readonly ContactRecord[] | null {
+  const cached = cachedLists.get(store)?.lists.get(userId);
+  if (!cached || cached.checked.writes !== localWriteCount()) return null;
+  return performance.now() - cached.checked.at < maxAgeMs ? cached.contacts : null;
 }
 
 /** How many contacts `userId` has (one read). */
@@ -213,12 +247,11 @@ export async function createContact(
     const count = (meta!.value as number | null) ?? 0;
     if (count >= max) return { status: "limit" };
     const contact: ContactRecord = { id: crypto.randomUUID(), ...fields, favorite };
-    const result = await store.commit((op) =>
+    const result = await commitContacts(store, (op) =>
       op.check(meta!, taken!)
         .set(contactKey(userId, contact.id), contact)
         .set(contentKey(userId, hash), contact.id)
-        .set(metaKey(userId), count + 1)
-    );
+        .set(metaKey(userId), count + 1));
     if (result.ok) return { status: "created", contact };
   }
   throw abandoned();
@@ -255,7 +288,7 @@ export async function updateContact(
     const moved = before !== after;
     const taken = moved ? await store.get<string>(contentKey(userId, after)) : null;
     if (taken?.value) return { status: "duplicate" };
-    const result = await store.commit((op) => {
+    const result = await commitContacts(store, (op) => {
       op.check(entry!, meta!);
       if (moved) {
         op.check(taken!).delete(contentKey(userId, before)).set(contentKey(userId, after), id);
@@ -275,12 +308,11 @@ export async function deleteContact(store: Store, userId: number, id: string): P
     const current = entry!.value as ContactRecord | null;
     if (!current) return false;
     const count = (meta!.value as number | null) ?? 1;
-    const result = await store.commit((op) =>
+    const result = await commitContacts(store, (op) =>
       op.check(entry!, meta!)
         .delete(contactKey(userId, id))
         .delete(contentKey(userId, contentHash(current)))
-        .set(metaKey(userId), Math.max(0, count - 1))
-    );
+        .set(metaKey(userId), Math.max(0, count - 1)));
     if (result.ok) return true;
   }
   throw abandoned();
@@ -303,7 +335,7 @@ export async function deleteAllContacts(store: Store, userId: number): Promise<v
     );
     if (!page.length && !meta.value) return;
     const count = meta.value ?? 0;
-    const result = await store.commit((op) => {
+    const result = await commitContacts(store, (op) => {
       op.check(meta); // covers every contact: each write of them sets the count
       for (const { key, value } of page) {
         op.delete(key).delete(contentKey(userId, contentHash(value)));
@@ -415,7 +447,7 @@ export async function importContacts(
     }
     if (!batch.length) continue;
     const count = state.count + batch.length;
-    const result = await store.commit((op) => {
+    const result = await commitContacts(store, (op) => {
       op.check({ key: metaKey(userId), versionstamp: state.versionstamp });
       for (const { contact, hash } of batch) {
         op.set(contactKey(userId, contact.id), contact).set(contentKey(userId, hash), contact.id);

@@ -17,13 +17,16 @@ export class UniqueConflict extends Error {
 let localWrites = 0;
 
 /**
- * How many writes to collections this process has attempted: a cache of collection data may skip
- * reading version keys while this stays the same and it accepts seeing other processes' writes a
- * little later (it reads the version keys then).
+ * How many writes to collections and contacts this process has attempted: a cache of that data may
+ * skip reading version keys while this stays the same and it accepts seeing other processes'
+ * writes a little later (it reads the version keys then).
  */
 export const localWriteCount = (): number => localWrites;
 
-/** Counts a write to collections (call it whatever the commit's outcome: a surplus is harmless). */
+/**
+ * Counts a write to collections or contacts, before its commit (call it whatever the commit's
+ * outcome: a surplus is harmless).
+ */
 export function noteLocalWrite(): void {
   localWrites++;
 }

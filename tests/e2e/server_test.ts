@@ -325,3 +325,33 @@ Deno.test("stderr holds JSON request log lines and never a password or a token",
     for (const token of tokens) assert.ok(!all.includes(token.split(".")[2]!));
   });
 });
+
+Deno.test("two processes on one store file: a contact made through one is listed by the other within a second", async () => {
+  await withTempDir(async (dir) => {
+    const env = { SVC_KV: `${dir}/svc.kv`, SVC_DEMO: "true" };
+    await withServer(env, async (one) => {
+      await one.waitForLine("stdout", (line) => line.startsWith("svc demo is running on "));
+      const password = await demoPassword(one, "alice");
+      await withServer(env, async (other) => {
+        const token = (await login(one, "login", "alice", password)).body.token;
+        const headers = { Authorization: `Bearer ${token}` };
+        const lastnames = async (server: RunningServer): Promise<string[]> => {
+          const view = await call(server, "GET", `${API}/contact/personal`, { headers });
+          assert.equal(view.status, 200, JSON.stringify(view.body));
+          return view.body.entries.map((entry: { entry: string[] }) => entry.entry[1]);
+        };
+        assert.ok(!(await lastnames(one)).includes("Elsewhere"), "one keeps the list");
+        const body = { lastname: "Elsewhere", number: "0611223344" };
+        const created = await call(other, "POST", `${API}/contact/personal`, { headers, body });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        assert.ok((await lastnames(other)).includes("Elsewhere"));
+        // one reads the list again at the latest CONTACTS_RECHECK_MS (1 s) after it last did
+        const started = performance.now();
+        while (!(await lastnames(one)).includes("Elsewhere")) {
+          assert.ok(performance.now() - started < 3000, "listed by the other process in time");
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      });
+    });
+  });
+});

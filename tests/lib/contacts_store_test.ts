@@ -17,6 +17,7 @@ import {
   emptyFields,
   importContacts,
   listContacts,
+  recentContacts,
   updateContact,
 } from "../../lib/store/contacts.ts";
 import { Store } from "../../lib/store/store.ts";
@@ -135,6 +136,34 @@ Deno.test("deleting thousands of contacts, and every trace of a user", async () 
   store.close();
 });
 
+Deno.test("recentContacts: the kept list until this process writes contacts", async () => {
+  const store = await Store.open(":memory:");
+  try {
+    assert.equal(recentContacts(store, 1), null, "never read");
+    await createContact(store, 1, fields({ lastname: "First" }), false, 100);
+    const first = await currentContacts(store, 1);
+    assert.equal(recentContacts(store, 1), first);
+    assert.equal(recentContacts(store, 2), null, "another user's list was not read");
+
+    const writes: [string, () => Promise<unknown>][] = [
+      ["create", () => createContact(store, 2, fields({ lastname: "Other" }), false, 100)],
+      ["update", () => updateContact(store, 1, first[0]!.id, { favorite: true })],
+      ["delete", () => deleteContact(store, 1, first[0]!.id)],
+      ["import", () => importContacts(store, 1, [fields({ lastname: "Imported" })], 100)],
+      ["delete all", () => deleteAllContacts(store, 1)],
+    ];
+    for (const [name, write] of writes) {
+      const kept = await currentContacts(store, 1);
+      assert.equal(recentContacts(store, 1), kept);
+      await write();
+      assert.equal(recentContacts(store, 1), null, `after ${name}`);
+    }
+    assert.deepEqual(await currentContacts(store, 1), []);
+  } finally {
+    store.close();
+  }
+});
+
 Deno.test("the kept list is read again when another process changed the contacts", async () => {
   const dir = await Deno.makeTempDir();
   const one = await Store.open(`${dir}/svc.kv`);
@@ -147,6 +176,8 @@ Deno.test("the kept list is read again when another process changed the contacts
 
     const outcome = await createContact(other, 1, fields({ lastname: "Second" }), false, 100);
     const second = await currentContacts(one, 1);
+    assert.equal(recentContacts(one, 1), second);
+    assert.equal(recentContacts(one, 1, 0), null, "older than allowed");
     assert.deepEqual(second.map((contact) => contact.lastname).sort(), ["First", "Second"]);
 
     if (outcome.status !== "created") throw new Error(outcome.status);

@@ -22,14 +22,21 @@ Deno.test("GET /health and GET /ready", async (t) => {
   });
 });
 
+/** A generated request id: the process's random prefix, then a counter. */
+const GENERATED_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-z]+$/;
+
 Deno.test("every response carries a request id", async (t) => {
   const ctx = await setup();
-  await t.step("generated when absent, on success and on errors", async () => {
-    for (const path of ["/health", "/nowhere", "/svc/api/2.0/auth/check"]) {
+  await t.step("generated when absent, on success and on errors, each new", async () => {
+    const ids = new Set<string>();
+    for (const path of ["/health", "/nowhere", "/svc/api/2.0/auth/check", "/health"]) {
       const response = await ctx.app.request(path);
       await response.body?.cancel();
-      assert.match(response.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/, path);
+      const id = response.headers.get("x-request-id") ?? "";
+      assert.match(id, GENERATED_ID, path);
+      ids.add(id);
     }
+    assert.equal(ids.size, 4);
   });
   await t.step("a sane incoming id is kept, anything else replaced", async () => {
     const kept = await ctx.app.request("/health", { headers: { "X-Request-Id": "abc-123" } });
@@ -37,7 +44,7 @@ Deno.test("every response carries a request id", async (t) => {
     const replaced = await ctx.app.request("/health", {
       headers: { "X-Request-Id": "bad id\twith spaces" },
     });
-    assert.match(replaced.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
+    assert.match(replaced.headers.get("x-request-id") ?? "", GENERATED_ID);
   });
 });
 
@@ -163,7 +170,7 @@ Deno.test("one JSON log line per request, never a password or a token", async ()
   ]);
   for (const request of requests) {
     assert.equal(typeof request.durationMs, "number");
-    assert.match(request.requestId, /^[0-9a-f-]{36}$/);
+    assert.match(request.requestId, GENERATED_ID);
   }
   const all = ctx.logs.join("\n");
   assert.ok(!all.includes("alice-pw"));

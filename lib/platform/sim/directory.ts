@@ -136,42 +136,50 @@ export class Directory {
  */
 export const DIRECTORY_RECHECK_MS = 1000;
 
-/**
- * Reads the directory. One shared read of the five collections' version keys tells whether
- * anything changed (requests arriving together share it; with `recent`, none is needed while this
- * process wrote nothing for {@link DIRECTORY_RECHECK_MS}); only then are the lists read again
- * (each cached against its own version key) and the directory rebuilt.
- */
-export function directoryLoader(
-  store: Store,
-): (options?: { recent?: boolean }) => Promise<Directory> {
+/** The directory as the simulator reads it: {@link directoryLoader}. */
+export interface DirectoryLoader {
+  /**
+   * The current directory. One shared read of the five collections' version keys tells whether
+   * anything changed (requests arriving together share it; with `recent`, none is needed while
+   * this process wrote nothing for {@link DIRECTORY_RECHECK_MS}); only then are the lists read
+   * again (each cached against its own version key) and the directory rebuilt.
+   */
+  load(options?: { recent?: boolean }): Promise<Directory>;
+  /** What `load({ recent: true })` would answer without reading, or null when it must read. */
+  recent(): Directory | null;
+}
+
+export function directoryLoader(store: Store): DirectoryLoader {
   const collections = [users, lines, extensions, queues, agents] as const;
   const versions = sharedRead(() => store.getMany(collections.map((c) => c.versionKey)));
   let cached: { versions: string; directory: Directory } | null = null;
   let checked = { at: -Infinity, writes: -1 };
-  return async ({ recent = false } = {}) => {
-    const writes = localWriteCount();
-    if (
-      recent && cached && checked.writes === writes &&
+  const recent = () =>
+    cached && checked.writes === localWriteCount() &&
       performance.now() - checked.at < DIRECTORY_RECHECK_MS
-    ) {
+      ? cached.directory
+      : null;
+  return {
+    recent,
+    async load({ recent: recentEnough = false } = {}) {
+      const kept = recentEnough ? recent() : null;
+      if (kept) return kept;
+      const started = { at: performance.now(), writes: localWriteCount() };
+      const current = (await versions()).map((entry) => entry.versionstamp).join(",");
+      if (cached?.versions !== current) {
+        const directory = new Directory(
+          ...await Promise.all([
+            users.all(store),
+            lines.all(store),
+            extensions.all(store),
+            queues.all(store),
+            agents.all(store),
+          ]),
+        );
+        cached = { versions: current, directory };
+      }
+      checked = started;
       return cached.directory;
-    }
-    const started = { at: performance.now(), writes };
-    const current = (await versions()).map((entry) => entry.versionstamp).join(",");
-    if (cached?.versions !== current) {
-      const directory = new Directory(
-        ...await Promise.all([
-          users.all(store),
-          lines.all(store),
-          extensions.all(store),
-          queues.all(store),
-          agents.all(store),
-        ]),
-      );
-      cached = { versions: current, directory };
-    }
-    checked = started;
-    return cached.directory;
+    },
   };
 }

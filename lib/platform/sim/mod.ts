@@ -33,7 +33,7 @@ import {
   type SimCall,
   type SimPhone,
 } from "./control.ts";
-import { directoryLoader } from "./directory.ts";
+import { type Directory, type DirectoryLoader, directoryLoader } from "./directory.ts";
 import { dispatch, enqueue } from "./queues.ts";
 import { type PhonePolicy, SimState, type Step, type TimerOwner } from "./state.ts";
 
@@ -59,7 +59,12 @@ export interface SimOptions {
  */
 export class SimPlatform implements Platform {
   readonly #sim: SimState;
-  readonly #directory: ReturnType<typeof directoryLoader>;
+  readonly #directory: DirectoryLoader;
+  /** Bumped after every step and with every new directory: see `phoneStatusVersion`. */
+  #statusVersion = 0;
+  #statusDirectory: Directory | null = null;
+  /** A step is running: the state may be half changed. */
+  #stepping = false;
   readonly #listeners: PlatformListener[] = [];
   readonly #timers = new Set<() => void>();
   #tail: Promise<unknown> = Promise.resolve();
@@ -190,8 +195,23 @@ export class SimPlatform implements Platform {
   }
 
   async phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>> {
-    const dir = await this.#directory({ recent: true });
+    const dir = await this.#directory.load({ recent: true });
     return new Map(numbers.map((number) => [number, phoneStatus(this.#sim, dir, number)]));
+  }
+
+  /**
+   * Statuses change only in a step (calls, policies) or with the directory (lines, DND): null
+   * while a step runs (its listeners included) or when the directory must be read again, else a
+   * number bumped after each step and with each new directory.
+   */
+  phoneStatusVersion(): number | null {
+    const dir = this.#directory.recent();
+    if (!dir || this.#stepping) return null;
+    if (dir !== this.#statusDirectory) {
+      this.#statusDirectory = dir;
+      this.#statusVersion++;
+    }
+    return this.#statusVersion;
   }
 
   onEvents(listener: PlatformListener): void {
@@ -206,7 +226,7 @@ export class SimPlatform implements Platform {
 
   /** Every phone with what it is doing and its policy, then the `external` pseudo-phone. */
   async phones(): Promise<SimPhone[]> {
-    return phoneList(this.#sim, await this.#directory());
+    return phoneList(this.#sim, await this.#directory.load());
   }
 
   /** The calls in progress with their legs. */
@@ -232,10 +252,11 @@ export class SimPlatform implements Platform {
   #step<T>(body: (step: Step) => Promise<T>): Promise<T> {
     const run = this.#tail.then(async () => {
       const events: PlatformEvent[] = [];
+      this.#stepping = true;
       try {
         const step: Step = {
           sim: this.#sim,
-          dir: await this.#directory(),
+          dir: await this.#directory.load(),
           now: this.options.clock.now(),
           emit: (event) => events.push(event),
           later: (owner, ms, task) => this.#later(owner, ms, task),
@@ -248,7 +269,9 @@ export class SimPlatform implements Platform {
           settleAgents(step);
         }
       } finally {
-        await this.#deliver(events);
+        await this.#deliver(events); // never throws: a listener failing is logged
+        this.#statusVersion++;
+        this.#stepping = false;
       }
     });
     this.#tail = run.catch(() => {});

@@ -69,6 +69,54 @@ Deno.test("phoneStatuses: every status value", async (s) => {
   });
 });
 
+Deno.test("phoneStatusVersion: kept while no status can change, another after", async (s) => {
+  const t = await simSetup();
+  const alice = await phoneUser(t, "alice", "1001");
+  const bob = await phoneUser(t, "bob", "1002");
+  await t.sim.setPolicy("1001", { policy: "manual" });
+  await t.sim.setPolicy("1002", { policy: "manual" });
+  const version = () => t.sim.phoneStatusVersion();
+
+  const idle = version(); // the steps above read the directory
+  assert.notEqual(idle, null);
+  await t.sim.phoneStatuses(["1001", "1002"]);
+  assert.equal(version(), idle, "reading statuses changes none");
+
+  let last = idle;
+  const changed = () => {
+    const now = version();
+    assert.ok(now !== null && now !== last, `${now} after ${last}`);
+    last = now;
+  };
+  await s.step("another after each step; null while one runs, its listeners included", async () => {
+    const during: (number | null)[] = [];
+    t.sim.onEvents(() => {
+      during.push(version());
+      return Promise.resolve();
+    });
+    await t.sim.dialNumber(alice, "1002", {});
+    changed();
+    await t.sim.act("1001", "answer");
+    changed();
+    assert.ok(during.length > 0 && during.every((seen) => seen === null), `${during}`);
+    await t.sim.setPolicy("1002", { policy: "unavailable" });
+    changed();
+    await t.sim.act("1001", "hangup");
+    changed();
+  });
+
+  await s.step("null after a configuration write, another once the directory is read", async () => {
+    await changeUser(t, bob.id, (user) => ({
+      ...user,
+      services: { ...user.services, dnd: { enabled: true } },
+    }));
+    assert.equal(version(), null);
+    assert.equal((await t.sim.phoneStatuses(["1002"])).get("1002"), -1);
+    changed();
+    assert.equal(version(), last);
+  });
+});
+
 Deno.test("phones() and calls(): every phone with its state and policy, then external", async () => {
   const t = await simSetup({ SVC_SIM_ANSWER_MS: "1500", SVC_SIM_TALK_MS: "9000" });
   const alice = await phoneUser(t, "alice", "1001");
