@@ -15,6 +15,74 @@ function fail(message: string): never {
   Deno.exit(1);
 }
 
+/** Reads the file a setting names; one that cannot be read stops the process naming it. */
+function readSettingFile(setting: string, path: string): string {
+  try {
+    return Deno.readTextFileSync(path);
+  } catch (error) {
+    const reason = (error as Error).message;
+    fail(`invalid configuration: ${setting}: cannot read ${JSON.stringify(path)}: ${reason}`);
+  }
+}
+
+/** Reads a PEM file a setting names; one holding no `block` stops the process naming it. */
+function readPem(setting: string, path: string, block: RegExp, what: string): string {
+  const pem = readSettingFile(setting, path);
+  if (!block.test(pem)) {
+    fail(`invalid configuration: ${setting}: ${JSON.stringify(path)} holds no PEM ${what}`);
+  }
+  return pem;
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----/;
+/** PKCS #8 (`PRIVATE KEY`), or `RSA PRIVATE KEY`, `EC PRIVATE KEY`. */
+const PEM_KEY = /-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----/;
+
+/**
+ * The PEM certificate (chain) and private key of `SVC_TLS_CERT`/`SVC_TLS_KEY`, read once before
+ * anything else starts; null for plain HTTP.
+ */
+function readTls(config: Config): { cert: string; key: string } | null {
+  if (config.tlsCert === null || config.tlsKey === null) return null;
+  return {
+    cert: readPem("SVC_TLS_CERT", config.tlsCert, PEM_CERTIFICATE, "certificate"),
+    key: readPem("SVC_TLS_KEY", config.tlsKey, PEM_KEY, "private key"),
+  };
+}
+
+/**
+ * Serves `handler` on the configured address, over HTTPS when `tls` is set. A certificate or key
+ * that Deno refuses (not PEM, or a key of another certificate: Deno reads them only here) stops
+ * the process.
+ */
+function serve(
+  config: Config,
+  services: Services,
+  tls: { cert: string; key: string } | null,
+  handler: Deno.ServeHandler,
+): Deno.HttpServer {
+  const scheme = tls ? "https" : "http";
+  try {
+    return Deno.serve({
+      port: config.port,
+      hostname: config.hostname,
+      ...tls,
+      onListen: ({ hostname, port }) => {
+        services.logger.info("listening", { hostname, port, scheme, kv: config.kv });
+        if (config.demo) console.log(demoBanner(`${scheme}://localhost:${port}`));
+      },
+    }, handler);
+  } catch (error) {
+    const addressError = error instanceof Deno.errors.AddrInUse ||
+      error instanceof Deno.errors.AddrNotAvailable ||
+      error instanceof Deno.errors.PermissionDenied;
+    if (tls && !addressError) {
+      fail(`invalid configuration: SVC_TLS_CERT/SVC_TLS_KEY: ${(error as Error).message}`);
+    }
+    throw error;
+  }
+}
+
 export async function main(env: Record<string, string> = Deno.env.toObject()): Promise<void> {
   let config: Config;
   try {
@@ -23,6 +91,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
     if (error instanceof ConfigError) fail(`invalid configuration: ${error.message}`);
     throw error;
   }
+  const tls = readTls(config);
   let services: Services;
   try {
     services = await createServices(config);
@@ -51,14 +120,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   };
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
-  const server = Deno.serve({
-    port: config.port,
-    hostname: config.hostname,
-    onListen: ({ hostname, port }) => {
-      services.logger.info("listening", { hostname, port, kv: config.kv });
-      if (config.demo) console.log(demoBanner(`http://localhost:${port}`));
-    },
-  }, app.fetch);
+  const server = serve(config, services, tls, app.fetch);
   await server.finished;
 }
 

@@ -2,6 +2,7 @@
  * Service settings (decisions §1): environment variables, optionally a JSON file named by
  * `SVC_CONFIG` (the environment wins). Every setting is parsed and validated here, once.
  */
+import { canonicalAddress } from "./ip_address.ts";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -99,8 +100,15 @@ const jwtSecret: Parser<string | null> = (raw) => {
   return raw;
 };
 
-const addressList: Parser<string[]> = (raw) =>
-  raw.split(",").map((address) => address.trim()).filter((address) => address !== "");
+/** IP addresses separated by commas (no host names: a client address never matches one). */
+const addressList: Parser<string[]> = (raw) => {
+  const addresses = raw.split(",").map((address) => address.trim()).filter((address) => address);
+  const bad = addresses.find((address) => canonicalAddress(address) === null);
+  if (bad !== undefined) {
+    throw new Error(`must list IP addresses separated by commas, got ${JSON.stringify(bad)}`);
+  }
+  return addresses;
+};
 
 export const DEMO_KV = "./data/demo.kv";
 

@@ -1,11 +1,12 @@
 /**
  * The demo data set (`SVC_DEMO=true`), loaded into an empty store so that the README's examples
- * work as written: alice (1001) and bob (1002) with SIP lines, a queue `sales` (3000) with alice's
- * agent, two call qualifications, a callback list, and a web service user for integrations.
+ * work as written: alice (1001) and bob (1002) with SIP lines, a queue `sales` (3000) with the
+ * agent 8001, two call qualifications, a callback list with requests, and a web service user.
  */
 import { createAgent } from "./store/agents.ts";
 import { createCallQualification } from "./store/call_qualifications.ts";
 import { createCallbackList } from "./store/callback_lists.ts";
+import { createCallbackRequests, dayOf } from "./store/callback_requests.ts";
 import { randomText, type SipEndpointRecord, sipEndpoints } from "./store/endpoints.ts";
 import { type ExtensionRecord, extensions } from "./store/extensions.ts";
 import { type LineRecord, lines, newLineName, newProvisioningCode } from "./store/lines.ts";
@@ -44,6 +45,34 @@ export const DEMO_WEBSERVICE_USER = {
     "agentd.#",
   ],
 };
+
+/** The requests of the demo callback list "Sales callbacks", all due on the day of the load. */
+export const DEMO_CALLBACK_REQUESTS = [
+  {
+    phoneNumber: "0612345678",
+    mobilePhoneNumber: "",
+    firstName: "Carol",
+    lastName: "Petit",
+    company: "Petit SARL",
+    description: "Wants a quote for 20 seats",
+  },
+  {
+    phoneNumber: "",
+    mobilePhoneNumber: "+33 7 98 76 54 32",
+    firstName: "Dan",
+    lastName: "Moreau",
+    company: "",
+    description: "Call back on the mobile",
+  },
+  {
+    phoneNumber: "0145678900",
+    mobilePhoneNumber: "0698765432",
+    firstName: "Eve",
+    lastName: "Laurent",
+    company: "Laurent & Fils",
+    description: "Renewal of the support contract",
+  },
+];
 
 /** Creates a user with a SIP line holding `exten` in `default`, all in one transaction. */
 async function createUserWithLine(store: Store, input: NewUser, exten: string) {
@@ -95,7 +124,7 @@ async function createUserWithLine(store: Store, input: NewUser, exten: string) {
 }
 
 /** Loads the demo records when the store holds no user yet; answers whether it did. */
-export async function loadDemo({ store }: Services): Promise<boolean> {
+export async function loadDemo({ store, clock }: Services): Promise<boolean> {
   if (!await hasNoUsers(store) || await findWebServiceUserByLogin(store, "demo-ws")) return false;
   const created = [];
   for (const { exten, ...user } of DEMO_USERS) {
@@ -122,7 +151,22 @@ export async function loadDemo({ store }: Services): Promise<boolean> {
     sub_qualifications: [{ name: "Not interested" }, { name: "Call back later" }],
     queue_ids: [sales.id],
   });
-  await createCallbackList(store, { name: "Sales callbacks", queue_id: sales.id });
+  const callbacks = await createCallbackList(store, {
+    name: "Sales callbacks",
+    queue_id: sales.id,
+  });
+  const today = dayOf(clock.now());
+  await createCallbackRequests(
+    store,
+    callbacks,
+    DEMO_CALLBACK_REQUESTS.map((request, i) => ({
+      ...request,
+      dueDate: today,
+      period: "All day",
+      line: i + 2,
+    })),
+    clock.now(),
+  );
   await createWebServiceUser(store, DEMO_WEBSERVICE_USER);
   return true;
 }
@@ -136,6 +180,7 @@ export function demoBanner(baseUrl: string): string {
     "  web service user (POST /svc/api/2.0/auth/webservice):",
     `    ${DEMO_WEBSERVICE_USER.login} / ${DEMO_WEBSERVICE_USER.password}`,
     `  extensions: ${DEMO_USERS.map((user) => `${user.username} ${user.exten}`).join(", ")}`,
-    "  queue sales (3000) with agent 8001 (alice); call qualifications; callback list",
+    "  queue sales (3000) with agent 8001; call qualifications; callback list " +
+    `"Sales callbacks" with ${DEMO_CALLBACK_REQUESTS.length} requests`,
   ].join("\n");
 }

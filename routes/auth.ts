@@ -7,11 +7,11 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { CTI_USER_ALIAS } from "../lib/auth/acl.ts";
+import { authenticate, MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
 import { readToken } from "../lib/auth/guard.ts";
 import { validateCasTicket } from "../lib/auth/sso/cas.ts";
 import { KerberosAcceptor } from "../lib/auth/sso/kerberos.ts";
 import { OidcVerifier } from "../lib/auth/sso/oidc.ts";
-import { verifyPassword } from "../lib/auth/passwords.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, readJson } from "../lib/http.ts";
@@ -21,12 +21,6 @@ import { findUserByUsername, getUser } from "../lib/store/users.ts";
 import { findWebServiceUserByLogin, getWebServiceUser } from "../lib/store/webservice_users.ts";
 
 const credentialsSchema = z.object({ login: z.string(), password: z.string() });
-
-/** No login is longer; a longer one cannot match and must not reach the store's key limit. */
-const MAX_LOGIN_LENGTH = 256;
-
-const invalidCredentials = () =>
-  new ApiError(401, "InvalidCredentials", "invalid login and/or password");
 
 export function authRoutes(services: Services) {
   const { store, tokens, throttle, clock, config } = services;
@@ -67,30 +61,15 @@ export function authRoutes(services: Services) {
     return { login: identity.login, token, TTL: ttl };
   }
 
-  /**
-   * Checks a login and password against `find`, counting failures for the throttle; answers the
-   * identity of the user on success.
-   */
-  async function authenticate<T extends { password_hash: string | null }>(
-    kind: "cti" | "webservice",
-    body: { login: string; password: string },
-    find: (login: string) => Promise<T | null>,
-  ): Promise<T> {
-    if (body.login.length > MAX_LOGIN_LENGTH) throw invalidCredentials();
-    await throttle.check(kind, body.login);
-    const user = await find(body.login);
-    if (!await verifyPassword(body.password, user?.password_hash ?? null) || !user) {
-      await throttle.recordFailure(kind, body.login);
-      throw invalidCredentials();
-    }
-    await throttle.reset(kind, body.login);
-    return user;
-  }
-
   return new Hono<AppEnv>()
     .post("/auth/login", async (c) => {
       const body = await readJson(c, credentialsSchema, "InvalidJson");
-      const user = await authenticate("cti", body, (login) => findUserByUsername(store, login));
+      const user = await authenticate(
+        throttle,
+        "cti",
+        body,
+        (login) => findUserByUsername(store, login),
+      );
       return c.json(
         await tokenResult({
           userId: String(user.id),
@@ -103,6 +82,7 @@ export function authRoutes(services: Services) {
     .post("/auth/webservice", async (c) => {
       const body = await readJson(c, credentialsSchema, "InvalidJson");
       const user = await authenticate(
+        throttle,
         "webservice",
         body,
         (login) => findWebServiceUserByLogin(store, login),

@@ -9,7 +9,7 @@ import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
 import type { Services } from "../lib/services.ts";
 import { setDnd } from "../lib/user_services.ts";
-import { changed, pathUser, SERVICE_BODY, SUCCESS } from "./control.ts";
+import { changed, pathUser, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 
 const dndSchema = bodyObject({ state: z.boolean(required("a boolean")) });
 

@@ -11,12 +11,11 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
-import { ApiError } from "../lib/errors.ts";
+import { changeForward, pathUser, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import type { ForwardKind } from "../lib/store/users.ts";
-import { FORWARD_KINDS, InvalidUserServices, setForward } from "../lib/user_services.ts";
-import { changed, pathUser, SERVICE_BODY, SUCCESS } from "./control.ts";
+import { FORWARD_KINDS } from "../lib/user_services.ts";
 
 const forwardSchema = bodyObject({
   destination: z.string(required("a string")),
@@ -37,16 +36,8 @@ export function forwardRoutes(services: Services): Hono<AppEnv> {
       requireAcl(tokens, `svc.rest.forward.${kind}.{username}.create`),
       async (c) => {
         const change = await readBody(c, forwardSchema, SERVICE_BODY);
-        const username = c.req.param("username");
-        const user = await pathUser(store, username);
-        try {
-          await changed(username, setForward(services, user.id, kind, change));
-        } catch (error) {
-          if (error instanceof InvalidUserServices) {
-            throw new ApiError(400, "BadRequest", error.message);
-          }
-          throw error;
-        }
+        const user = await pathUser(store, c.req.param("username"));
+        await changeForward(services, user, kind, change);
         return c.json(SUCCESS);
       },
     );

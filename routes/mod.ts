@@ -4,8 +4,11 @@ import { CachedRouter } from "../lib/cached_router.ts";
 import { apiErrorHandler } from "../lib/errors.ts";
 import { type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
+import { agentdRoutes } from "../daemons/agentd/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
+import { legacyRoutes } from "../legacy/mod.ts";
 import { authRoutes } from "./auth.ts";
+import { callbackRoutes } from "./callbacks.ts";
 import { callQualificationRoutes } from "./call_qualifications.ts";
 import { contactRoutes } from "./contacts.ts";
 import { dialRoutes } from "./dial.ts";
@@ -19,6 +22,11 @@ import { simRoutes } from "./sim.ts";
 
 /** Base path of the current API. */
 export const API_V2 = "/svc/api/2.0";
+/** The 2.0 routes that take a CSV file. */
+const CSV_IMPORTS = ["/contact/import/personal", "/callback_lists/callback_requests/csv"];
+
+/** Base path of the deprecated API. */
+export const API_V1 = "/svc/api/1.0";
 
 /**
  * Builds the app for `services`; tests call it directly through `app.request()`.
@@ -28,8 +36,8 @@ export const API_V2 = "/svc/api/2.0";
  */
 export function createApp(services: Services) {
   const v2 = new Hono<AppEnv>();
-  // a contacts CSV may be up to 10 MiB (decisions §3, §11); every other body 1 MiB
-  v2.use(limitBody((c) => c.req.path.endsWith("/contact/import/personal") ? 10 * MiB : MiB));
+  // a CSV import may be up to 10 MiB (decisions §3, §11); every other body 1 MiB
+  v2.use(limitBody((c) => CSV_IMPORTS.some((path) => c.req.path.endsWith(path)) ? 10 * MiB : MiB));
   v2.route("/", authRoutes(services));
   v2.route("/", contactRoutes(services));
   v2.route("/", callQualificationRoutes(services));
@@ -38,6 +46,7 @@ export function createApp(services: Services) {
   v2.route("/", dndRoutes(services));
   v2.route("/", forwardRoutes(services));
   v2.route("/", historyRoutes(services));
+  v2.route("/", callbackRoutes(services));
   v2.route("/", eventRoutes(services));
   v2.route("/", simRoutes(services));
 
@@ -45,7 +54,9 @@ export function createApp(services: Services) {
   app.use(requestLog(services.logger));
   app.route("/", healthRoutes(services));
   app.route(API_V2, v2);
+  app.route(API_V1, legacyRoutes(services));
   app.route("/1.1", confdRoutes(services));
+  app.route("/agents", agentdRoutes(services));
   app.notFound((c) => {
     const message = `no route for ${c.req.method} ${c.req.path}`;
     return c.req.path.startsWith("/1.1/")

@@ -93,6 +93,23 @@ export async function setupConfd(env: Record<string, string> = {}) {
   return { ctx, api: await confd(ctx) };
 }
 
+/**
+ * A function calling the app at `prefix` + path with `token` and a JSON body (a string is sent as
+ * is); `headers` add to or replace the token's and the content type's.
+ *
+ * @example
+ * const call = apiCall(ctx, "/svc/api/2.0", token);
+ * const response = await call("POST", "/dial/toqueue", { destination: "1001", queueName: "sales" });
+ */
+export function apiCall(ctx: TestContext, prefix: string, token: string) {
+  return (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    Promise.resolve(ctx.app.request(`${prefix}${path}`, {
+      method,
+      headers: { ...bearer(token), "Content-Type": "application/json", ...headers },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    }));
+}
+
 /** A `/1.1` client, as `confd` answers it. */
 export type Confd = ReturnType<typeof confdClient>;
 
@@ -104,17 +121,7 @@ type InvalidCases = [body: unknown, pattern: RegExp][];
  * their own requests.
  */
 function confdClient(ctx: TestContext, token: string) {
-  const call = (
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ) =>
-    Promise.resolve(ctx.app.request(`/1.1${path}`, {
-      method,
-      headers: { ...bearer(token), "Content-Type": "application/json", ...headers },
-      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-    }));
+  const call = apiCall(ctx, "/1.1", token);
   const api = {
     token,
     get: (path: string, headers?: Record<string, string>) => call("GET", path, undefined, headers),

@@ -1,7 +1,8 @@
 /**
  * `/1.1/callback_lists` (decisions §6): callback lists addressed by UUID, each for an existing
  * queue, with named periods (`HH:MM` to `HH:MM`, exactly one the default). A list created without
- * periods gets the default period `All day` 00:00-23:59.
+ * periods gets the default period `All day` 00:00-23:59. Deleting a list deletes its callback
+ * requests and their tickets.
  */
 import { z } from "zod";
 import type { Services } from "../../lib/services.ts";
@@ -11,6 +12,7 @@ import {
   callbackLists,
   type CallbackPeriod,
 } from "../../lib/store/callback_lists.ts";
+import { deleteCallbackRequestsOfList } from "../../lib/store/callback_requests.ts";
 import { check, fields } from "./body.ts";
 import { type Resource, resourceRoutes } from "./crud.ts";
 import { touchQueue } from "./queues.ts";
@@ -72,6 +74,8 @@ export const callbackListResource: Resource<CallbackListRecord, CallbackListView
     if (input.queue_id !== undefined) await touchQueue(tx, input.queue_id, "queue_id");
     return { ...current, ...input, periods: complete(periods) ?? current.periods };
   },
+  // the list's callback requests and their tickets go with it: they belong to no other list
+  afterDelete: (store, list) => deleteCallbackRequestsOfList(store, list.uuid),
 };
 
 export function callbackListRoutes(services: Services) {

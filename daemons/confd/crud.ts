@@ -62,6 +62,8 @@ interface Description<T extends { id: Id }, C, U> {
   update(tx: Transaction, current: T, body: U): Promise<T>;
   /** Refuses (throws) when the record is still associated; may update other records. */
   beforeDelete?(tx: Transaction, current: T): Promise<void>;
+  /** Deletes what belongs to the record alone, once it is deleted (`store` outside `tx`). */
+  afterDelete?(store: Store, deleted: T): Promise<void>;
   /** The error for a taken unique value; default `<label> already exists ('field': value)`. */
   conflict?(error: UniqueConflict): ConfdError;
 }
@@ -219,11 +221,13 @@ export function resourceRoutes<T extends { id: Id }, V extends object, C, U>(
     })
     .delete(one, confdAcl(tokens, `${acl}.{${param}}.delete`), async (c) => {
       const id = idOf(c);
-      await transact(store, async (tx) => {
+      const deleted = await transact(store, async (tx) => {
         const current = await loadOr404(tx, collection, label, id, param);
         await resource.beforeDelete?.(tx, current);
         tx.remove(collection, id);
+        return current;
       });
+      await resource.afterDelete?.(store, deleted);
       return c.body(null, 204);
     });
 }

@@ -195,14 +195,19 @@ export class EventExport {
    * sorting in publish order; resolves once they are durable, then wakes up delivery.
    */
   async publish(messages: EventMessage[]): Promise<void> {
-    const { store, url, retentionMs } = this.options;
+    const { url, retentionMs } = this.options;
     if (messages.length === 0 || (url === null && retentionMs <= 0)) return;
+    await this.#write(messages, { toOutbox: url !== null, retentionMs });
+  }
+
+  /** Writes `messages` under new ids, after any write still running, then wakes up delivery. */
+  async #write(messages: EventMessage[], to: { toOutbox: boolean; retentionMs: number }) {
     const write = this.#publishing.then(() => {
       const entries = messages.map((event): OutboxEntry => {
         const { id, ms } = this.#ids.next();
         return { id, createdAt: ms, attempts: 0, dueAt: ms, lastError: null, event };
       });
-      return writeEvents(store, entries, { toOutbox: url !== null, retentionMs });
+      return writeEvents(this.options.store, entries, to);
     });
     this.#publishing = write.catch(() => {});
     await write;
@@ -280,6 +285,18 @@ export class EventExport {
     if (retentionMs <= 0) return [];
     const logged = await loggedEvents(store, clock.now() - retentionMs);
     return logged.map((entry) => entry.event);
+  }
+
+  /**
+   * Reposts the retained events (1.0 handshake): each goes to the outbox again under a new id,
+   * oldest first, without being logged again (a second handshake reposts the same events, not
+   * twice as many). Answers how many; none without a URL.
+   */
+  async repostRetained(): Promise<number> {
+    const retained = await this.retained();
+    if (this.options.url === null || retained.length === 0) return 0;
+    await this.#write(retained, { toOutbox: true, retentionMs: 0 });
+    return retained.length;
   }
 
   // --- background loop ---------------------------------------------------------------------

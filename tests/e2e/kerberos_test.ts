@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { ensureDebianPackages } from "../peers/debian.ts";
 import { KDC_PACKAGES, startKdc } from "../peers/kdc.ts";
-import { type RunningServer, startServer } from "./server.ts";
+import { type RunningServer, startServer, withTempDir } from "./server.ts";
 
 const API = "/svc/api/2.0";
 const SPN = "HTTP/localhost";
@@ -82,16 +82,6 @@ async function negotiate(
     authorization: lastHeader("> authorization:"),
     wwwAuthenticate: lastHeader("< www-authenticate:"),
   };
-}
-
-/** Runs `fn` with a fresh temporary folder, removed afterwards. */
-async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "svc-e2e-krb-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 }
 
 Deno.test("Kerberos single sign-on through a real KDC and curl --negotiate", async (t) => {

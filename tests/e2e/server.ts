@@ -37,6 +37,16 @@ export interface ExitedServer {
   stderr: string;
 }
 
+/** Runs `fn` with a fresh temporary folder (store files, certificates), removed afterwards. */
+export async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "svc-e2e-" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 /** The child's environment: ours without `SVC_*`, then `env`. */
 function childEnv(env: Record<string, string>): Record<string, string> {
   const inherited = Object.entries(Deno.env.toObject()).filter(([name]) =>

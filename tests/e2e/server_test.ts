@@ -3,7 +3,7 @@
  * on the same store, configuration errors, the demo data set and the request log.
  */
 import assert from "node:assert/strict";
-import { type RunningServer, runServerToExit, startServer } from "./server.ts";
+import { type RunningServer, runServerToExit, startServer, withTempDir } from "./server.ts";
 
 const API = "/svc/api/2.0";
 
@@ -45,16 +45,6 @@ const check = (server: RunningServer, token: string, headers: Record<string, str
   call(server, "GET", `${API}/auth/check`, {
     headers: { Authorization: `Bearer ${token}`, ...headers },
   });
-
-/** Runs `fn` with a fresh temporary folder, removed afterwards. */
-async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "svc-e2e-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 /** Starts the server with `env`, runs `fn`, and always stops it; answers the server. */
 async function withServer(

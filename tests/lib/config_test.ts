@@ -54,7 +54,7 @@ Deno.test("values are parsed", () => {
     SVC_TOKEN_TTL: "60",
     SVC_JWT_SECRET: "x".repeat(32),
     SVC_EVENT_URL: "http://127.0.0.1:9/pbx/1.0/event/d/dropbox/",
-    SVC_DEPRECATED_API_HOST: "127.0.0.1, ::1,,",
+    SVC_DEPRECATED_API_HOST: "127.0.0.1, ::1,, ::FFFF:10.0.0.1 ,fe80::1%eth0",
     SVC_TRUST_PROXY: "TRUE",
     SVC_DEMO: "1",
     SVC_LOG_LEVEL: "debug",
@@ -63,7 +63,12 @@ Deno.test("values are parsed", () => {
   assert.equal(config.kv, "https://kv.example.test/db");
   assert.equal(config.adminLogin, "root");
   assert.equal(config.tokenTtl, 60);
-  assert.deepEqual(config.deprecatedApiHosts, ["127.0.0.1", "::1"]);
+  assert.deepEqual(config.deprecatedApiHosts, [
+    "127.0.0.1",
+    "::1",
+    "::FFFF:10.0.0.1",
+    "fe80::1%eth0",
+  ]);
   assert.equal(config.trustProxy, true);
   assert.equal(config.demo, true);
   assert.equal(config.logLevel, "debug");
@@ -89,6 +94,22 @@ Deno.test("a bad value names the setting and the reason", async (t) => {
     [{ SVC_ADMIN_PASSWORD: "pw" }, "SVC_ADMIN_LOGIN", /set together/],
     [{ SVC_TLS_CERT: "cert.pem" }, "SVC_TLS_KEY", /set together/],
     [{ SVC_MAX_CONTACTS: "0" }, "SVC_MAX_CONTACTS", /integer/],
+    [
+      { SVC_DEPRECATED_API_HOST: "localhost" },
+      "SVC_DEPRECATED_API_HOST",
+      /IP addresses.*"localhost"/,
+    ],
+    [
+      { SVC_DEPRECATED_API_HOST: "10.0.0.1, 010.0.0.2" },
+      "SVC_DEPRECATED_API_HOST",
+      /"010\.0\.0\.2"/,
+    ],
+    [{ SVC_DEPRECATED_API_HOST: "10.0.0.0/8" }, "SVC_DEPRECATED_API_HOST", /IP addresses/],
+    [
+      { SVC_DEPRECATED_API_HOST: "10.0.0.1 10.0.0.2" },
+      "SVC_DEPRECATED_API_HOST",
+      /separated by commas/,
+    ],
   ];
   for (const [env, setting, reason] of bad) {
     await t.step(JSON.stringify(env), () => {
@@ -135,6 +156,7 @@ Deno.test("a bad SVC_CONFIG file is refused", async (t) => {
     "/unknown": JSON.stringify({ SVC_PROT: 1 }),
     "/bad-type": JSON.stringify({ SVC_PORT: { value: 1 } }),
     "/bad-value": JSON.stringify({ SVC_PORT: "x" }),
+    "/host-name": JSON.stringify({ SVC_DEPRECATED_API_HOST: ["10.0.0.1", "proxy.example"] }),
   };
   const read = (path: string) => {
     if (!(path in files)) throw new Deno.errors.NotFound(path);
@@ -147,6 +169,7 @@ Deno.test("a bad SVC_CONFIG file is refused", async (t) => {
     ["/unknown", "SVC_CONFIG", /unknown setting "SVC_PROT"/],
     ["/bad-type", "SVC_PORT", /string, number or boolean/],
     ["/bad-value", "SVC_PORT", /integer/],
+    ["/host-name", "SVC_DEPRECATED_API_HOST", /IP addresses.*"proxy\.example"/],
   ];
   for (const [path, setting, reason] of expected) {
     await t.step(path, () => {

@@ -1,0 +1,42 @@
+/** The bodies of the agent daemon's commands, read into `400 invalid fields: <names>` errors. */
+import type { Context } from "hono";
+import { z } from "zod";
+import { invalidFields } from "./errors.ts";
+
+/** `POST …/login`: both strings, not empty; other fields are ignored. */
+export const loginBody = z.object({
+  extension: z.string().min(1),
+  context: z.string().min(1),
+});
+
+/** `POST …/pause`: an optional reason, a string or null; other fields are ignored. */
+export const pauseBody = z.object({ reason: z.string().nullable().optional() });
+
+/**
+ * Reads the JSON body against `schema`, naming every field that is missing or of the wrong type.
+ * A body that is not JSON, or not a JSON object, names all the schema's fields. With `optional`,
+ * an empty body reads as `{}`.
+ *
+ * @example
+ * const { extension, context } = await readFields(c, loginBody);
+ */
+export async function readFields<S extends z.ZodObject>(
+  c: Context,
+  schema: S,
+  { optional = false }: { optional?: boolean } = {},
+): Promise<z.infer<S>> {
+  const names = Object.keys(schema.shape);
+  const text = await c.req.text();
+  let body: unknown = {};
+  if (!optional || text.trim() !== "") {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw invalidFields(names);
+    }
+  }
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const wrong = new Set(result.error.issues.map((issue) => issue.path[0]));
+  throw invalidFields(wrong.has(undefined) ? names : names.filter((name) => wrong.has(name)));
+}

@@ -1,0 +1,70 @@
+/**
+ * The agent daemon's errors (decisions §9): `{"error": "<message>"}`, e.g. 404
+ * `{"error": "no such agent"}`, whatever went wrong, token problems included.
+ */
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ApiError, StoreUnavailable } from "../../lib/errors.ts";
+import type { AppEnv } from "../../lib/http.ts";
+import type { Logger } from "../../lib/log.ts";
+import { PlatformRefusal } from "../../lib/platform/port.ts";
+
+export class AgentdError extends Error {
+  constructor(readonly status: ContentfulStatusCode, message: string) {
+    super(message);
+    this.name = "AgentdError";
+  }
+}
+
+/** 404 `no such agent`: an unknown id or number, or one that cannot be an agent's. */
+export const noSuchAgent = () => new AgentdError(404, "no such agent");
+
+/** 401 for any token problem and for a missing ACL alike, as the agent daemon answers. */
+export const unauthorized = () => new AgentdError(401, "invalid token or unauthorized");
+
+/** 400 naming the body fields that are missing or wrong, e.g. `invalid fields: extension`. */
+export const invalidFields = (names: string[]) =>
+  new AgentdError(400, `invalid fields: ${names.join(", ")}`);
+
+/** The platform's refusals of an agent command, in the daemon's words. */
+const refusals: Record<string, [ContentfulStatusCode, string]> = {
+  no_extension: [404, "no such extension and context"],
+  already_logged: [409, "already logged"],
+  extension_in_use: [409, "extension and context already in use"],
+  not_logged: [409, "not logged in"],
+};
+
+/**
+ * Runs a platform command, answering its known refusals as the daemon's errors (an unknown one
+ * stays what it is: an unexpected failure).
+ *
+ * @example
+ * await refusalsAnswered(() => services.platform.agentLogout(agent.id));
+ */
+export async function refusalsAnswered(command: () => Promise<void>): Promise<void> {
+  try {
+    await command();
+  } catch (error) {
+    const known = error instanceof PlatformRefusal ? refusals[error.reason] : undefined;
+    if (known) throw new AgentdError(...known);
+    throw error;
+  }
+}
+
+/** The sub-app's error handler: every failure as `{"error": "..."}`; unexpected ones logged. */
+export function agentdErrorHandler(logger: Logger) {
+  return (error: Error, c: Context<AppEnv>): Response => {
+    if (error instanceof AgentdError) return c.json({ error: error.message }, error.status);
+    // what the shared layers throw: a body over the limit (413)
+    if (error instanceof ApiError) {
+      return c.json({ error: error.message }, error.status, error.headers);
+    }
+    const requestId = c.get("requestId");
+    if (error instanceof StoreUnavailable) {
+      logger.error("store unreachable", { requestId, cause: String(error.cause) });
+      return c.json({ error: "Unreachable" }, 503);
+    }
+    logger.error("unhandled error", { requestId, error: String(error), stack: error.stack });
+    return c.json({ error: `internal error, request id ${requestId}` }, 500);
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * The agent daemon's guard (decisions §9): a valid token holding the route's ACL. Unlike the 2.0
+ * API, every refusal is the same 401, so a client learns nothing of which part was wrong.
+ */
+import type { MiddlewareHandler } from "hono";
+import { fillAcl, readToken } from "../../lib/auth/guard.ts";
+import { isAllowed } from "../../lib/auth/acl.ts";
+import type { Identity, Tokens } from "../../lib/auth/tokens.ts";
+import { ApiError } from "../../lib/errors.ts";
+import type { AppEnv } from "../../lib/http.ts";
+import { unauthorized } from "./errors.ts";
+
+/**
+ * Accepts a token holding `template` filled from the path (any user type); a missing or unreadable
+ * header, a bad or expired token and a missing ACL all answer 401
+ * `invalid token or unauthorized`.
+ *
+ * @example
+ * app.get("/by-id/:id", agentdAcl(tokens, "agentd.agents.by-id.{id}.read"), handler);
+ */
+export function agentdAcl(tokens: Tokens, template: string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const identity = await verified(tokens, () => readToken(c));
+    const required = fillAcl(template, c.req.param() as Record<string, string>);
+    if (!isAllowed(identity.acls, required, identity.userId)) throw unauthorized();
+    c.set("identity", identity);
+    await next();
+  };
+}
+
+/** The identity of the token `read` answers; the shared layers' token errors become the 401. */
+async function verified(tokens: Tokens, read: () => string): Promise<Identity> {
+  try {
+    return await tokens.verify(read());
+  } catch (error) {
+    throw error instanceof ApiError ? unauthorized() : error;
+  }
+}

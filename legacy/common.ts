@@ -1,0 +1,45 @@
+/**
+ * What the 1.0 routes share: their paths (each accepted with and without the spec's trailing
+ * slash) and the path user, who is connected by every call naming it (spec: "every method
+ * auto-connects the user").
+ */
+import type { Context } from "hono";
+import { MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
+import { pathUser, userNotFound } from "../lib/control.ts";
+import type { Services } from "../lib/services.ts";
+import { markConnected } from "../lib/store/connections.ts";
+import type { UserRecord } from "../lib/store/users.ts";
+
+/**
+ * `path` and `path/`: the spec writes 1.0 paths with a trailing slash, clients often drop it.
+ *
+ * @example
+ * app.on("POST", both("/dnd/:domain/:username"), handler);
+ */
+export const both = (path: string): string[] => [path, `${path}/`];
+
+/** The `username` of a route's path (the routes on several paths do not type their params). */
+export const pathUsername = (c: Context): string => c.req.param("username") ?? "";
+
+/** The user named `username` (400 `UserNotFound` when none), without connecting it. */
+export async function legacyUser({ store }: Services, username: string): Promise<UserRecord> {
+  // no username is longer than a login may be: a longer one is not looked up
+  if (username.length > MAX_LOGIN_LENGTH) throw userNotFound(username.slice(0, 64) + "…");
+  return await pathUser(store, username);
+}
+
+/**
+ * Connects `user` for the token time to live from now (decisions §2: a user connected through the
+ * 1.0 API counts as connected within the token TTL), as a login would.
+ */
+export async function connect({ store, clock, config }: Services, user: UserRecord) {
+  const now = clock.now();
+  await markConnected(store, user.id, now, now + config.tokenTtl * 1000);
+}
+
+/** The user named `username`, connected: what every 1.0 route with a username starts with. */
+export async function connectedUser(services: Services, username: string): Promise<UserRecord> {
+  const user = await legacyUser(services, username);
+  await connect(services, user);
+  return user;
+}

@@ -1,0 +1,61 @@
+/**
+ * What the control routes of the 2.0 API (dial, DND, forwards, history) and of the deprecated 1.0
+ * API share: their success answer, the body codes of the spec's errors 7, the user their path
+ * names, and how a DND or forward change is answered.
+ */
+import { ApiError } from "./errors.ts";
+import type { BodyCodes } from "./http.ts";
+import type { Store } from "./store/store.ts";
+import { findUserByUsername, type ForwardKind, type UserRecord } from "./store/users.ts";
+import {
+  type ForwardChange,
+  InvalidUserServices,
+  setForward,
+  type UserServicesDeps,
+  type UserServicesResult,
+} from "./user_services.ts";
+
+/** The answer of every dial, DND and forward route. */
+export const SUCCESS = { res: "success" } as const;
+
+/** The codes of the spec's errors 7 (DND, forwards). */
+export const SERVICE_BODY: BodyCodes = {
+  missing: "JsonBodyNotFound",
+  invalid: "JsonErrorDecoding",
+};
+
+/** The user a path names by username; 400 `UserNotFound` when there is none. */
+export async function pathUser(store: Store, username: string): Promise<UserRecord> {
+  const user = await findUserByUsername(store, username);
+  if (!user) throw userNotFound(username);
+  return user;
+}
+
+export const userNotFound = (username: string) =>
+  new ApiError(400, "UserNotFound", `user ${username} not found`);
+
+/** A change through `lib/user_services.ts`: the user may have been deleted since it was read. */
+export async function changed(
+  username: string,
+  change: Promise<UserServicesResult | null>,
+): Promise<void> {
+  if (!await change) throw userNotFound(username);
+}
+
+/**
+ * Sets one of `user`'s forwards; a change the rules refuse (enabled without a destination, a
+ * destination too long) answers 400 `BadRequest`, a user deleted meanwhile 400 `UserNotFound`.
+ */
+export async function changeForward(
+  deps: UserServicesDeps,
+  user: UserRecord,
+  kind: ForwardKind,
+  change: ForwardChange,
+): Promise<void> {
+  try {
+    await changed(user.username ?? String(user.id), setForward(deps, user.id, kind, change));
+  } catch (error) {
+    if (error instanceof InvalidUserServices) throw new ApiError(400, "BadRequest", error.message);
+    throw error;
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * A user's call history as the 2.0 routes (`routes/history.ts`) and the deprecated 1.0 route
+ * (`legacy/users.ts`) answer it (decisions §5): the last `size` calls, or those of the last `days`
+ * days (a sliding window of `days` × 24 hours, not calendar days), newest first.
+ *
+ * Each entry: `start` (`YYYY-MM-DD HH:MM:SS`, UTC, when the call started ringing), `duration`
+ * (`HH:MM:SS`, from answer to hang-up, whole seconds rounded down, `00:00:00` when unanswered),
+ * `srcUsername`, `dstUsername` (`""` for an outside party), `srcNum`, `dstNum`, `status`
+ * (`emitted`, `answered`, `missed`).
+ *
+ * A `size` or `days` query value that is present but not a decimal integer in range (`?size=`,
+ * `?size=1.5`, `?days=0`) answers 400 `BadRequest`, the code of dial's invalid requests (the spec
+ * names no code for a bad query value; `JsonErrorDecoding` is about bodies).
+ */
+import type { Context } from "hono";
+import { ApiError } from "./errors.ts";
+import type { Services } from "./services.ts";
+import { type CallRecord, callsSince, lastCalls } from "./store/call_history.ts";
+import type { UserRecord } from "./store/users.ts";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The query value `size`: calls, 10 when absent. */
+export const SIZE = { name: "size", fallback: 10, min: 1, max: 1000 } as const;
+/** The query value `days`: days, 1 when absent. */
+export const DAYS = { name: "days", fallback: 1, min: 1, max: 365 } as const;
+
+/** One entry of the answer. */
+export interface HistoryEntry {
+  start: string;
+  duration: string;
+  srcUsername: string;
+  dstUsername: string;
+  srcNum: string;
+  dstNum: string;
+  status: CallRecord["status"];
+}
+
+/** `YYYY-MM-DD HH:MM:SS` in UTC. */
+export function formatStart(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 19).replace("T", " ");
+}
+
+/** `HH:MM:SS` (hours grow past two digits when they must), whole seconds rounded down. */
+export function formatDuration(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const pad = (value: number) => String(value).padStart(2, "0");
+  return `${pad(Math.floor(seconds / 3600))}:${pad(Math.floor(seconds / 60) % 60)}:${
+    pad(seconds % 60)
+  }`;
+}
+
+/** A stored record as the answer shows it. */
+export function historyEntry(record: CallRecord): HistoryEntry {
+  return {
+    start: formatStart(record.startMs),
+    duration: formatDuration(record.answeredMs === null ? 0 : record.endMs - record.answeredMs),
+    srcUsername: record.srcUsername,
+    dstUsername: record.dstUsername,
+    srcNum: record.srcNum,
+    dstNum: record.dstNum,
+    status: record.status,
+  };
+}
+
+/** The integer query value `bound.name`: its fallback when absent, else in range or 400. */
+export function queryInteger(
+  c: Context,
+  bound: { name: string; fallback: number; min: number; max: number },
+): number {
+  const { name, fallback, min, max } = bound;
+  const raw = c.req.query(name);
+  if (raw === undefined) return fallback;
+  const value = /^\d{1,7}$/.test(raw) ? Number(raw) : NaN;
+  if (!(value >= min && value <= max)) {
+    throw new ApiError(400, "BadRequest", `${name} must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+/** The user's last `size` calls, newest first. */
+export async function lastEntries(
+  { store }: Services,
+  user: UserRecord,
+  size: number,
+): Promise<HistoryEntry[]> {
+  return (await lastCalls(store, user.id, size)).map(historyEntry);
+}
+
+/** The user's calls that started in the last `days` × 24 hours, newest first. */
+export async function entriesOfDays(
+  { store, clock }: Services,
+  user: UserRecord,
+  days: number,
+): Promise<HistoryEntry[]> {
+  return (await callsSince(store, user.id, clock.now() - days * DAY_MS)).map(historyEntry);
+}
