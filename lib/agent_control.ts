@@ -85,13 +85,14 @@ export async function agentLoggedOn(
   extension: string,
   context?: string,
 ): Promise<{ agent: AgentRecord; status: AgentStatus } | null> {
-  const agents = await listAgents(services.store);
-  for (const status of await agentStatuses(services, agents)) {
+  // presences are in the platform's memory: build the one full status only for the agent found
+  for (const agent of await listAgents(services.store)) {
+    const presence = await services.platform.agentPresence(agent.id);
     if (
-      status.logged && status.extension === extension &&
-      (context === undefined || status.context === context)
+      presence.logged && presence.extension === extension &&
+      (context === undefined || presence.context === context)
     ) {
-      return { agent: agents.find((agent) => agent.id === status.id)!, status };
+      return { agent, status: await agentStatus(services, agent) };
     }
   }
   return null;

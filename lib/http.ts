@@ -23,7 +23,7 @@ const incomingRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
  * process, and as unlikely to be across processes as the prefix is; a random UUID per request cost
  * a few per cent of the throughput.
  */
-export const newRequestId = (() => {
+const newRequestId = (() => {
   const prefix = crypto.randomUUID().slice(0, 13); // 48 random bits, e.g. "3f2a9c1e-7b4d"
   let serial = 0;
   return () => `${prefix}-${(++serial).toString(36)}`;

@@ -131,7 +131,7 @@ interface CachedList {
  * this process wrote nothing: a change made through this process shows at once, one made by
  * another process sharing the store at most this much later (docs/contacts.md).
  */
-export const CONTACTS_RECHECK_MS = 1000;
+const CONTACTS_RECHECK_MS = 1000;
 
 /** Per store: the lists by user, oldest read first, and how many contacts they hold. */
 const cachedLists = new WeakMap<Store, { lists: Map<number, CachedList>; contacts: number }>();

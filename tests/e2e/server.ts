@@ -5,6 +5,8 @@
  * line on stderr.
  */
 
+import { readLines } from "../peers/process.ts";
+
 /** The repository root, where `deno.json` and `main.ts` live. */
 export const repoRoot = new URL("../../", import.meta.url);
 
@@ -68,23 +70,6 @@ function command(env: Record<string, string>, args = SOURCES) {
     stdout: "piped",
     stderr: "piped",
   });
-}
-
-/** Reads `stream` to its end, calling `onLine` for each complete line. */
-async function readLines(
-  stream: ReadableStream<Uint8Array>,
-  onLine: (line: string) => void,
-): Promise<void> {
-  let pending = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    pending += chunk;
-    let newline: number;
-    while ((newline = pending.indexOf("\n")) >= 0) {
-      onLine(pending.slice(0, newline).replace(/\r$/, ""));
-      pending = pending.slice(newline + 1);
-    }
-  }
-  if (pending !== "") onLine(pending);
 }
 
 /** The port of a `{"msg":"listening","port":N}` log line, else null. */

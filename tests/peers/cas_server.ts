@@ -12,6 +12,7 @@
  * posted back with the user's credentials, and the ticket is read from the redirect's `Location`.
  */
 import { ensureDebianPackages } from "./debian.ts";
+import { freePort, readLines } from "./process.ts";
 
 /**
  * The Debian packages the peer needs: the portal and `plackup`, plus what the portal loads
@@ -53,14 +54,6 @@ export interface CasServer {
   endSession(sessionId: string): Promise<void>;
   /** Stops the server and removes its folder. */
   stop(): Promise<void>;
-}
-
-/** A port nobody listens on at the moment. */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
 }
 
 /** LemonLDAP::NG's configuration for a portal at `portalUrl` whose files live in `dir`. */
@@ -130,29 +123,6 @@ function ini(dir: string): string {
   ].join("\n");
 }
 
-/** Reads `stream` line by line into `lines`, calling `onLine` for each. */
-async function collectLines(
-  stream: ReadableStream<Uint8Array>,
-  lines: string[],
-  onLine: (line: string) => void,
-): Promise<void> {
-  let pending = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    pending += chunk;
-    let newline: number;
-    while ((newline = pending.indexOf("\n")) >= 0) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      lines.push(line);
-      onLine(line);
-    }
-  }
-  if (pending) {
-    lines.push(pending);
-    onLine(pending);
-  }
-}
-
 interface Running {
   child: Deno.ChildProcess;
   reading: Promise<void>;
@@ -178,7 +148,8 @@ async function spawnPortal(
   }).spawn();
   const logs: string[] = [];
   const accepting = Promise.withResolvers<void>();
-  const reading = collectLines(child.stderr, logs, (line) => {
+  const reading = readLines(child.stderr, (line) => {
+    logs.push(line);
     if (line.includes("Accepting connections at")) accepting.resolve();
   });
   const exited = () => accepting.reject(new Error("plackup exited"));

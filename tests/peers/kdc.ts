@@ -4,6 +4,7 @@
  * principals written to a keytab, and `kinit`-ed credential caches for clients such as
  * `curl --negotiate`. Needs the Debian packages of `KDC_PACKAGES`.
  */
+import { freePort } from "./process.ts";
 
 /** What `ensureDebianPackages` must install for this peer (and `curl`, built with GSS-API). */
 export const KDC_PACKAGES = ["krb5-kdc", "krb5-admin-server", "krb5-user", "curl"];
@@ -43,14 +44,6 @@ export interface Kdc {
   kinit(principal: string, password: string): Promise<Record<string, string>>;
   /** Stops the KDC and removes `dir`. */
   stop(): Promise<void>;
-}
-
-/** A free TCP port on 127.0.0.1 (the KDC listens on TCP only, so no UDP port is needed). */
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
 }
 
 /** Runs a Kerberos tool to its end; throws with its output when it fails. */
