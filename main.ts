@@ -102,6 +102,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   // events: delivered in the background from now on; the cron pass each minute (under the lease in
   // the store) also picks up what another process left behind, e.g. one that was killed
   services.events.start();
+  services.platform.start();
   Deno.cron("redeliver events", "* * * * *", async () => {
     await services.events.deliverDue();
   });
@@ -114,6 +115,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   // They run from the event loop, so `server` is always set by the time one does.
   const stop = async () => {
     await server.shutdown();
+    await services.platform.close();
     await services.events.close(); // posts in flight end, the lease is given back
     services.store.close();
     Deno.exit(0);

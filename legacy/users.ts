@@ -20,13 +20,12 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authenticate } from "../lib/auth/authenticate.ts";
-import { changed, changeForward, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
+import { changeDnd, changeForward, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 import { ApiError } from "../lib/errors.ts";
 import { DAYS, entriesOfDays, lastEntries, queryInteger, SIZE } from "../lib/history.ts";
 import { type AppEnv, bodyObject, readBody, readJson, required } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { findUserByUsername, type ForwardKind } from "../lib/store/users.ts";
-import { setDnd } from "../lib/user_services.ts";
 import { both, connect, connectedUser, pathUsername } from "./common.ts";
 
 const connectSchema = bodyObject({ password: z.string(required("a string")) });
@@ -60,7 +59,7 @@ export function userRoutes(services: Services): Hono<AppEnv> {
     .on("POST", both("/dnd/:domain/:username"), async (c) => {
       const { state } = await readBody(c, dndSchema, SERVICE_BODY);
       const user = await connectedUser(services, pathUsername(c));
-      await changed(user.username!, setDnd(services, user.id, state));
+      await changeDnd(services, user, state);
       return c.json(SUCCESS);
     })
     .on("GET", both("/historyByUsername/:domain/:username"), async (c) => {

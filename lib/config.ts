@@ -19,7 +19,7 @@ export interface Config {
   eventRetention: number;
   deprecatedApiHosts: string[];
   trustProxy: boolean;
-  platform: "sim";
+  platform: "sim" | "asterisk";
   simAnswerMs: number;
   simTalkMs: number;
   demo: boolean;
@@ -32,6 +32,11 @@ export interface Config {
   krb5Keytab: string | null;
   tlsCert: string | null;
   tlsKey: string | null;
+  amiHost: string;
+  amiPort: number;
+  amiUsername: string | null;
+  amiSecret: string | null;
+  asteriskConfigDir: string | null;
 }
 
 /** A setting with a bad value; the message names the setting and says what is wrong. */
@@ -100,6 +105,21 @@ const jwtSecret: Parser<string | null> = (raw) => {
   return raw;
 };
 
+/** A host name or an IP address to connect to. */
+const hostName: Parser<string> = (raw) => {
+  const host = raw.trim();
+  if (!/^[A-Za-z0-9.:_-]+$/.test(host) && !/^\[[0-9A-Fa-f:.]+\]$/.test(host)) {
+    throw new Error(`must be a host name or an IP address, got ${JSON.stringify(raw)}`);
+  }
+  return host.replace(/^\[(.*)\]$/, "$1");
+};
+
+/** A secret: never echoed back in an error message; empty means unset. */
+const secret: Parser<string | null> = (raw) => {
+  if (/[\r\n]/.test(raw)) throw new Error("must be one line");
+  return raw === "" ? null : raw;
+};
+
 /** IP addresses separated by commas (no host names: a client address never matches one). */
 const addressList: Parser<string[]> = (raw) => {
   const addresses = raw.split(",").map((address) => address.trim()).filter((address) => address);
@@ -125,7 +145,7 @@ const settings = {
   SVC_EVENT_RETENTION: { default: "3600", parse: integer(0, 604_800), key: "eventRetention" },
   SVC_DEPRECATED_API_HOST: { default: "", parse: addressList, key: "deprecatedApiHosts" },
   SVC_TRUST_PROXY: { default: "false", parse: boolean, key: "trustProxy" },
-  SVC_PLATFORM: { default: "sim", parse: oneOf("sim"), key: "platform" },
+  SVC_PLATFORM: { default: "sim", parse: oneOf("sim", "asterisk"), key: "platform" },
   SVC_SIM_ANSWER_MS: { default: "1000", parse: integer(0, 3_600_000), key: "simAnswerMs" },
   SVC_SIM_TALK_MS: { default: "5000", parse: integer(0, 86_400_000), key: "simTalkMs" },
   SVC_DEMO: { default: "false", parse: boolean, key: "demo" },
@@ -142,6 +162,11 @@ const settings = {
   SVC_KRB5_KEYTAB: { default: "", parse: optional, key: "krb5Keytab" },
   SVC_TLS_CERT: { default: "", parse: optional, key: "tlsCert" },
   SVC_TLS_KEY: { default: "", parse: optional, key: "tlsKey" },
+  SVC_AMI_HOST: { default: "127.0.0.1", parse: hostName, key: "amiHost" },
+  SVC_AMI_PORT: { default: "5038", parse: integer(1, 65535), key: "amiPort" },
+  SVC_AMI_USERNAME: { default: "", parse: optional, key: "amiUsername" },
+  SVC_AMI_SECRET: { default: "", parse: secret, key: "amiSecret" },
+  SVC_ASTERISK_CONFIG_DIR: { default: "", parse: optional, key: "asteriskConfigDir" },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
 
 /** The names of every setting, in the order of the README's table. */
@@ -219,6 +244,17 @@ export function loadConfig(
       result.tlsCert === null ? "SVC_TLS_CERT" : "SVC_TLS_KEY",
       "SVC_TLS_CERT and SVC_TLS_KEY must be set together",
     );
+  }
+  if (result.platform === "asterisk") {
+    for (
+      const [setting, value] of [
+        ["SVC_AMI_USERNAME", result.amiUsername],
+        ["SVC_AMI_SECRET", result.amiSecret],
+        ["SVC_ASTERISK_CONFIG_DIR", result.asteriskConfigDir],
+      ] as const
+    ) {
+      if (value === null) throw new ConfigError(setting, "must be set with SVC_PLATFORM=asterisk");
+    }
   }
   return result;
 }

@@ -3,13 +3,15 @@
  * API share: their success answer, the body codes of the spec's errors 7, the user their path
  * names, and how a DND or forward change is answered.
  */
-import { ApiError } from "./errors.ts";
+import { ApiError, PlatformUnavailable } from "./errors.ts";
 import type { BodyCodes } from "./http.ts";
+import type { Platform } from "./platform/port.ts";
 import type { Store } from "./store/store.ts";
 import { findUserByUsername, type ForwardKind, type UserRecord } from "./store/users.ts";
 import {
   type ForwardChange,
   InvalidUserServices,
+  setDnd,
   setForward,
   type UserServicesDeps,
   type UserServicesResult,
@@ -43,15 +45,33 @@ export async function changed(
 }
 
 /**
+ * A control route's DND or forward change needs the PBX now (decisions §12): while it is
+ * unreachable the route answers 503 `Unreachable` and nothing changes. (The configuration
+ * daemon's `/1.1` changes are stored and reach the PBX when it is back.)
+ */
+function needPlatform(platform: Pick<Platform, "reachable">): void {
+  if (!platform.reachable()) throw new PlatformUnavailable("the PBX is unreachable");
+}
+
+type ControlDeps = UserServicesDeps & { platform: Pick<Platform, "reachable"> };
+
+/** Sets `user`'s DND; a user deleted meanwhile answers 400 `UserNotFound`. */
+export async function changeDnd(deps: ControlDeps, user: UserRecord, state: boolean) {
+  needPlatform(deps.platform);
+  await changed(user.username ?? String(user.id), setDnd(deps, user.id, state));
+}
+
+/**
  * Sets one of `user`'s forwards; a change the rules refuse (enabled without a destination, a
  * destination too long) answers 400 `BadRequest`, a user deleted meanwhile 400 `UserNotFound`.
  */
 export async function changeForward(
-  deps: UserServicesDeps,
+  deps: ControlDeps,
   user: UserRecord,
   kind: ForwardKind,
   change: ForwardChange,
 ): Promise<void> {
+  needPlatform(deps.platform);
   try {
     await changed(user.username ?? String(user.id), setForward(deps, user.id, kind, change));
   } catch (error) {

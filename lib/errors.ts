@@ -1,7 +1,9 @@
-import type { Context } from "hono";
+/**
+ * The errors every area shares. This module imports nothing of ours, so any module may throw them
+ * (the store, tokens, the platform) without an import circle; each area's error handler turns them
+ * into its own answer form.
+ */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { AppEnv } from "./http.ts";
-import type { Logger } from "./log.ts";
 
 /** An error of the 2.0 and 1.0 APIs: answered as `{error: code, message}` with `status`. */
 export class ApiError extends Error {
@@ -16,29 +18,26 @@ export class ApiError extends Error {
   }
 }
 
-/** The store (Deno KV) failed; answered 503 `Unreachable`. */
-export class StoreUnavailable extends Error {
+/** Something svc depends on does not answer; every area answers 503 `Unreachable`. */
+export class Unreachable extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = "Unreachable";
+  }
+}
+
+/** The store (Deno KV) failed. */
+export class StoreUnavailable extends Unreachable {
   constructor(cause: unknown) {
-    super("the store is unreachable", { cause });
+    super("the store is unreachable", cause);
     this.name = "StoreUnavailable";
   }
 }
 
-/** Turns any error into the `{error, message}` answer; unexpected ones are logged, never leaked. */
-export function apiErrorHandler(logger: Logger) {
-  return (error: Error, c: Context<AppEnv>): Response => {
-    if (error instanceof ApiError) {
-      return c.json({ error: error.code, message: error.message }, error.status, error.headers);
-    }
-    const requestId = c.get("requestId");
-    if (error instanceof StoreUnavailable) {
-      logger.error("store unreachable", { requestId, cause: String(error.cause) });
-      return c.json({ error: "Unreachable", message: "the store is unreachable" }, 503);
-    }
-    logger.error("unhandled error", { requestId, error: String(error), stack: error.stack });
-    return c.json(
-      { error: "NotHandledError", message: `unexpected error, request id ${requestId}` },
-      500,
-    );
-  };
+/** The telephony platform (the PBX behind the port) cannot take a command now. */
+export class PlatformUnavailable extends Unreachable {
+  constructor(cause: unknown) {
+    super("the telephony platform is unreachable", cause);
+    this.name = "PlatformUnavailable";
+  }
 }

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import type { Identity } from "./auth/tokens.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, Unreachable } from "./errors.ts";
 import type { Logger } from "./log.ts";
 
 /** What every handler may read from the context. */
@@ -134,4 +134,28 @@ export function describeIssue(error: z.ZodError): string {
   if (!issue) return "invalid body";
   const path = issue.path.join(".");
   return path ? `field ${path}: ${issue.message}` : issue.message;
+}
+
+/** Turns any error into the `{error, message}` answer; unexpected ones are logged, never leaked. */
+export function apiErrorHandler(logger: Logger) {
+  return (error: Error, c: Context<AppEnv>): Response => {
+    if (error instanceof ApiError) {
+      return c.json({ error: error.code, message: error.message }, error.status, error.headers);
+    }
+    const requestId = c.get("requestId");
+    if (error instanceof Unreachable) {
+      logUnreachable(logger, requestId, error);
+      return c.json({ error: "Unreachable", message: error.message }, 503);
+    }
+    logger.error("unhandled error", { requestId, error: String(error), stack: error.stack });
+    return c.json(
+      { error: "NotHandledError", message: `unexpected error, request id ${requestId}` },
+      500,
+    );
+  };
+}
+
+/** One log line for a 503 `Unreachable`: what was unreachable and why. */
+export function logUnreachable(logger: Logger, requestId: string, error: Unreachable): void {
+  logger.error(error.message.replace(/^the /, ""), { requestId, cause: String(error.cause) });
 }

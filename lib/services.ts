@@ -5,6 +5,7 @@ import type { Config } from "./config.ts";
 import { EventExport } from "./events/export.ts";
 import { platformMessage } from "./events/messages.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { AsteriskPlatform } from "./platform/asterisk/mod.ts";
 import type { Platform } from "./platform/port.ts";
 import { SimPlatform } from "./platform/sim/mod.ts";
 import { recordCalls } from "./store/call_history.ts";
@@ -21,7 +22,7 @@ export interface Services {
   /** The telephony platform every area calls. */
   platform: Platform;
   /** The embedded simulated PBX behind `platform` (`SVC_PLATFORM=sim`), for its control API. */
-  sim: SimPlatform;
+  sim: SimPlatform | null;
   /** The outbox of events posted to `eventUrl`. */
   events: EventExport;
 }
@@ -53,14 +54,17 @@ export async function createServices(
     secret: config.eventSecret,
     retentionMs: config.eventRetention * 1000,
   });
-  const sim = new SimPlatform({
-    store,
-    clock,
-    logger,
-    answerMs: config.simAnswerMs,
-    talkMs: config.simTalkMs,
-  });
-  connectPlatform(sim, events, store);
+  const sim = config.platform === "sim"
+    ? new SimPlatform({
+      store,
+      clock,
+      logger,
+      answerMs: config.simAnswerMs,
+      talkMs: config.simTalkMs,
+    })
+    : null;
+  const platform = sim ?? asterisk(config, store, clock, logger);
+  connectPlatform(platform, events, store);
   return {
     config,
     store,
@@ -68,10 +72,26 @@ export async function createServices(
     throttle: new LoginThrottle(store, clock),
     clock,
     logger,
-    platform: sim,
+    platform,
     sim,
     events,
   };
+}
+
+/** The Asterisk adapter of the settings (loadConfig made sure they are all there). */
+function asterisk(config: Config, store: Store, clock: Clock, logger: Logger): AsteriskPlatform {
+  return new AsteriskPlatform({
+    store,
+    clock,
+    logger,
+    ami: {
+      host: config.amiHost,
+      port: config.amiPort,
+      username: config.amiUsername ?? "",
+      secret: config.amiSecret ?? "",
+    },
+    configDir: config.asteriskConfigDir ?? "",
+  });
 }
 
 /**

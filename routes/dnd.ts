@@ -8,8 +8,7 @@ import { z } from "zod";
 import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
 import type { Services } from "../lib/services.ts";
-import { setDnd } from "../lib/user_services.ts";
-import { changed, pathUser, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
+import { changeDnd, pathUser, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 
 const dndSchema = bodyObject({ state: z.boolean(required("a boolean")) });
 
@@ -21,7 +20,7 @@ export function dndRoutes(services: Services): Hono<AppEnv> {
       const { state } = await readBody(c, dndSchema, SERVICE_BODY);
       const username = c.req.param("username");
       const user = await pathUser(store, username);
-      await changed(username, setDnd(services, user.id, state));
+      await changeDnd(services, user, state);
       return c.json(SUCCESS);
     });
 }

@@ -1,14 +1,21 @@
-/** `GET /health` (the process runs) and `GET /ready` (the store answers). */
+/**
+ * `GET /health` (the process runs) and `GET /ready` (the store answers and the telephony platform
+ * takes commands; decisions §1 and §12: 503, with `"platform": "unreachable"` when it is the PBX).
+ */
 import { Hono } from "hono";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 
-export function healthRoutes({ store }: Services) {
+export function healthRoutes({ store, platform }: Services) {
   return new Hono<AppEnv>()
     .get("/health", (c) => c.json({ status: "ok" }))
-    .get(
-      "/ready",
-      async (c) =>
-        await store.ping() ? c.json({ status: "ready" }) : c.json({ status: "unavailable" }, 503),
-    );
+    .get("/ready", async (c) => {
+      const storeUp = await store.ping();
+      const platformUp = platform.reachable();
+      if (storeUp && platformUp) return c.json({ status: "ready" });
+      const body = platformUp
+        ? { status: "unavailable" }
+        : { status: "unavailable", platform: "unreachable" };
+      return c.json(body, 503);
+    });
 }

@@ -1,8 +1,7 @@
 /** The one Hono app serving every area (decisions §1). */
 import { Hono } from "hono";
 import { CachedRouter } from "../lib/cached_router.ts";
-import { apiErrorHandler } from "../lib/errors.ts";
-import { type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
+import { apiErrorHandler, type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { agentdRoutes } from "../daemons/agentd/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
@@ -48,7 +47,8 @@ export function createApp(services: Services) {
   v2.route("/", historyRoutes(services));
   v2.route("/", callbackRoutes(services));
   v2.route("/", eventRoutes(services));
-  v2.route("/", simRoutes(services));
+  // the control API of the simulator; on a real PBX people pick up their phones
+  if (services.sim) v2.route("/", simRoutes(services.sim, services));
 
   const app = new Hono<AppEnv>({ router: new CachedRouter() });
   app.use(requestLog(services.logger));

@@ -9,7 +9,12 @@ import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, readJson } from "../lib/http.ts";
 import { PlatformRefusal } from "../lib/platform/port.ts";
-import { POLICY_NAMES, SIM_ACTIONS, type SimAction } from "../lib/platform/sim/mod.ts";
+import {
+  POLICY_NAMES,
+  SIM_ACTIONS,
+  type SimAction,
+  type SimPlatform,
+} from "../lib/platform/sim/mod.ts";
 import type { Services } from "../lib/services.ts";
 
 const milliseconds = z.number().int().min(0).max(86_400_000);
@@ -37,8 +42,7 @@ async function refusalsAnswered<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-export function simRoutes(services: Services): Hono<AppEnv> {
-  const { sim, tokens } = services;
+export function simRoutes(sim: SimPlatform, { tokens }: Services): Hono<AppEnv> {
   return new Hono<AppEnv>()
     .get("/sim/phones", requireAcl(tokens, "svc.rest.sim.phones.read"), async (c) => {
       return c.json(await sim.phones());

@@ -4,8 +4,8 @@
  */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ApiError, StoreUnavailable } from "../../lib/errors.ts";
-import type { AppEnv } from "../../lib/http.ts";
+import { ApiError, Unreachable } from "../../lib/errors.ts";
+import { type AppEnv, logUnreachable } from "../../lib/http.ts";
 import type { Logger } from "../../lib/log.ts";
 import { PlatformRefusal } from "../../lib/platform/port.ts";
 
@@ -60,8 +60,8 @@ export function agentdErrorHandler(logger: Logger) {
       return c.json({ error: error.message }, error.status, error.headers);
     }
     const requestId = c.get("requestId");
-    if (error instanceof StoreUnavailable) {
-      logger.error("store unreachable", { requestId, cause: String(error.cause) });
+    if (error instanceof Unreachable) {
+      logUnreachable(logger, requestId, error);
       return c.json({ error: "Unreachable" }, 503);
     }
     logger.error("unhandled error", { requestId, error: String(error), stack: error.stack });

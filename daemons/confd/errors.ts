@@ -4,8 +4,8 @@
  */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ApiError, StoreUnavailable } from "../../lib/errors.ts";
-import type { AppEnv } from "../../lib/http.ts";
+import { ApiError, Unreachable } from "../../lib/errors.ts";
+import { type AppEnv, logUnreachable } from "../../lib/http.ts";
 import type { Logger } from "../../lib/log.ts";
 import { UniqueConflict } from "../../lib/store/records.ts";
 
@@ -66,9 +66,9 @@ export function confdErrorHandler(logger: Logger) {
       return c.json([`${error.code} - ${error.message}`], error.status, error.headers);
     }
     const requestId = c.get("requestId");
-    if (error instanceof StoreUnavailable) {
-      logger.error("store unreachable", { requestId, cause: String(error.cause) });
-      return c.json(["Unreachable - the store is unreachable"], 503);
+    if (error instanceof Unreachable) {
+      logUnreachable(logger, requestId, error);
+      return c.json([`Unreachable - ${error.message}`], 503);
     }
     logger.error("unhandled error", { requestId, error: String(error), stack: error.stack });
     return c.json([`Internal Error - unexpected error, request id ${requestId}`], 500);

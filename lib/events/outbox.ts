@@ -6,7 +6,7 @@
  * - `["event_log", id]` → {@link LoggedEvent}, written with `expireIn` = the retention: what the
  *   1.0 handshake reposts.
  * - `["dead_letters", id]` → {@link OutboxEntry}: events given up on after 24 h of failures.
- * - `["outbox_lease"]` → {@link Lease}: which process delivers right now.
+ * - `["outbox_lease"]` → a lease (`lib/store/lease.ts`): which process delivers right now.
  * - `["outbox_last_error"]` → {@link LastError}: the latest failed post, for `GET /events/deliveries`.
  * - `["outbox_signal"]`: rewritten by every commit that adds to the outbox, so that a process polls
  *   one key (its versionstamp) to learn that another process published.
@@ -14,6 +14,7 @@
  * Every write that touches many entries goes out in atomic chunks that stay under the Deno KV
  * limits (1,000 mutations, 800 KiB, 10 checks per commit).
  */
+import { type LeaseTaken, releaseLeaseAt, takeLeaseAt } from "../store/lease.ts";
 import type { Store } from "../store/store.ts";
 import type { EventMessage } from "./messages.ts";
 
@@ -35,13 +36,6 @@ export interface OutboxEntry {
 export interface LoggedEvent {
   createdAt: number;
   event: EventMessage;
-}
-
-/** The delivery lease: one process posts at a time. */
-export interface Lease {
-  owner: string;
-  /** The lease is free once this time (ms) has passed: a process that died loses it by itself. */
-  until: number;
 }
 
 export interface LastError {
@@ -249,54 +243,18 @@ export async function loggedEvents(store: Store, sinceMs: number): Promise<Logge
   return entries.map((entry) => entry.value).filter((logged) => logged.createdAt >= sinceMs);
 }
 
-/** What taking the lease found. */
-export interface LeaseTaken {
-  /** The caller holds the lease now. */
-  held: boolean;
-  /**
-   * Nobody took the lease since the caller gave it back as `releasedAs`: no other process ran a
-   * pass meanwhile, so what the caller's last pass learnt still holds.
-   */
-  untouched: boolean;
-}
-
-/**
- * Takes or renews the lease for `owner` until `now + leaseMs` when it is free, expired or already
- * `owner`'s. The check on the versionstamp makes two processes racing for it agree on one winner.
- */
-export async function takeLease(
+/** Takes or renews the delivery lease (see {@link takeLeaseAt}). */
+export const takeLease = (
   store: Store,
   owner: string,
   now: number,
   leaseMs: number,
   releasedAs: string | null = null,
-): Promise<LeaseTaken> {
-  const current = await store.get<Lease>(LEASE_KEY);
-  if (current.value && current.value.owner !== owner && current.value.until > now) {
-    return { held: false, untouched: false };
-  }
-  const lease: Lease = { owner, until: now + leaseMs };
-  const result = await store.commit((op) =>
-    op.check({ key: LEASE_KEY, versionstamp: current.versionstamp }).set(LEASE_KEY, lease)
-  );
-  const untouched = releasedAs !== null && current.versionstamp === releasedAs;
-  return { held: result.ok, untouched: result.ok && untouched };
-}
+): Promise<LeaseTaken> => takeLeaseAt(store, LEASE_KEY, owner, now, leaseMs, releasedAs);
 
-/**
- * Gives the lease back if `owner` still holds it, so another process may deliver at once: it is
- * left expired under `owner`'s name. Answers the versionstamp of that write (null if the lease
- * was not `owner`'s any more), for {@link takeLease}'s `releasedAs`.
- */
-export async function releaseLease(store: Store, owner: string): Promise<string | null> {
-  const current = await store.get<Lease>(LEASE_KEY);
-  if (current.value?.owner !== owner) return null;
-  const released: Lease = { owner, until: 0 };
-  const result = await store.commit((op) =>
-    op.check({ key: LEASE_KEY, versionstamp: current.versionstamp }).set(LEASE_KEY, released)
-  );
-  return result.ok ? result.versionstamp : null;
-}
+/** Gives the delivery lease back (see {@link releaseLeaseAt}). */
+export const releaseLease = (store: Store, owner: string): Promise<string | null> =>
+  releaseLeaseAt(store, LEASE_KEY, owner);
 
 type Mutation =
   | {

@@ -1,8 +1,8 @@
 /**
  * The telephony platform as every area sees it (DESIGN.md): dial commands, user services, agent
  * login and pause, phone statuses, and a stream of platform events. The embedded simulated PBX
- * (`lib/platform/sim/`) implements it; a connector to a real PBX can implement it later without
- * touching the routes.
+ * (`lib/platform/sim/`) and the Asterisk adapter (`lib/platform/asterisk/`) implement it; the routes
+ * never know which one runs.
  */
 import type { AgentRecord } from "../store/agents.ts";
 import type { CallRecord } from "../store/call_history.ts";
@@ -11,6 +11,15 @@ import type { UserRecord } from "../store/users.ts";
 
 /** Extra variables of a dial command; reported in phone events as `USR_<key>` (decisions §5). */
 export type CallVariables = Record<string, string>;
+
+/** `variables` as phone events carry them: `USR_<key>`, a key already starting with `USR_` kept. */
+export function usrVariables(variables: CallVariables): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(variables).map((
+      [key, value],
+    ) => [key.startsWith("USR_") ? key : `USR_${key}`, value]),
+  );
+}
 
 export type PhoneEventType =
   | "EventRinging"
@@ -162,6 +171,10 @@ export interface Platform {
   phoneStatusVersion(): number | null;
   /** Adds a listener of platform events. */
   onEvents(listener: PlatformListener): void;
-  /** Stops every timer: no call moves any more. */
-  close(): void;
+  /** Starts what runs in the background (a PBX connection); main.ts calls it once. */
+  start(): void;
+  /** The platform takes commands now (`/ready`); false while the PBX is unreachable. */
+  reachable(): boolean;
+  /** Stops every timer and connection: no call moves any more. */
+  close(): Promise<void>;
 }

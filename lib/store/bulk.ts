@@ -280,6 +280,19 @@ async function forget(store: Store, id: string, journal: Journal): Promise<void>
 }
 
 /**
+ * True while a bulk write is under way in any process sharing the store (a journal touched less
+ * than {@link STALE_JOURNAL_MS} ago), so that work following the records' changes can wait for
+ * its end instead of acting on every chunk.
+ *
+ * @example
+ * if (!await bulkWriteInProgress(store)) await regenerate();
+ */
+export async function bulkWriteInProgress(store: Store, now = Date.now()): Promise<boolean> {
+  const journals = await store.list<Journal>({ prefix: ["bulk_journal"] });
+  return journals.some((entry) => now - entry.value.touchedAt < STALE_JOURNAL_MS);
+}
+
+/**
  * Undoes every bulk write that a dead process left unfinished (its journal untouched for
  * {@link STALE_JOURNAL_MS}); run at start-up and every minute.
  *

@@ -87,7 +87,20 @@ Deno.test("a bad value names the setting and the reason", async (t) => {
     [{ SVC_EVENT_URL: "file:///etc/passwd" }, "SVC_EVENT_URL", /http\(s\) URL/],
     [{ SVC_TRUST_PROXY: "maybe" }, "SVC_TRUST_PROXY", /true or false/],
     [{ SVC_DEMO: "on?" }, "SVC_DEMO", /true or false/],
-    [{ SVC_PLATFORM: "asterisk" }, "SVC_PLATFORM", /one of sim/],
+    [{ SVC_PLATFORM: "pbx" }, "SVC_PLATFORM", /one of sim, asterisk/],
+    [{ SVC_PLATFORM: "asterisk" }, "SVC_AMI_USERNAME", /must be set with SVC_PLATFORM=asterisk/],
+    [
+      { SVC_PLATFORM: "asterisk", SVC_AMI_USERNAME: "svc" },
+      "SVC_AMI_SECRET",
+      /must be set with SVC_PLATFORM=asterisk/,
+    ],
+    [
+      { SVC_PLATFORM: "asterisk", SVC_AMI_USERNAME: "svc", SVC_AMI_SECRET: "s" },
+      "SVC_ASTERISK_CONFIG_DIR",
+      /must be set/,
+    ],
+    [{ SVC_AMI_PORT: "0" }, "SVC_AMI_PORT", /integer from 1 to 65535/],
+    [{ SVC_AMI_HOST: "pbx host" }, "SVC_AMI_HOST", /host name or an IP address/],
     [{ SVC_LOG_LEVEL: "loud" }, "SVC_LOG_LEVEL", /debug, info, warn, error/],
     [{ SVC_JWT_SECRET: "short" }, "SVC_JWT_SECRET", /at least 32 bytes/],
     [{ SVC_ADMIN_LOGIN: "root" }, "SVC_ADMIN_PASSWORD", /set together/],
@@ -130,6 +143,30 @@ Deno.test("a secret is never echoed in the error", () => {
     () => loadConfig({ SVC_JWT_SECRET: "hunter2-secret" }, noFile),
     (error: Error) => !error.message.includes("hunter2"),
   );
+  assert.throws(
+    () => loadConfig({ SVC_AMI_SECRET: "hunter2\nsecret" }, noFile),
+    (error: Error) =>
+      error.message.startsWith("SVC_AMI_SECRET: ") && !error.message.includes("hunter2"),
+  );
+});
+
+Deno.test("the Asterisk settings", () => {
+  const config = loadConfig({
+    SVC_PLATFORM: "asterisk",
+    SVC_AMI_HOST: "[::1]",
+    SVC_AMI_USERNAME: "svc",
+    SVC_AMI_SECRET: "s3cret;#",
+    SVC_ASTERISK_CONFIG_DIR: "/etc/asterisk/svc",
+  }, noFile);
+  assert.equal(config.platform, "asterisk");
+  assert.equal(config.amiHost, "::1");
+  assert.equal(config.amiPort, 5038);
+  assert.equal(config.amiUsername, "svc");
+  assert.equal(config.amiSecret, "s3cret;#");
+  assert.equal(config.asteriskConfigDir, "/etc/asterisk/svc");
+  const defaults = loadConfig({}, noFile);
+  assert.equal(defaults.amiHost, "127.0.0.1");
+  assert.equal(defaults.amiPort, 5038);
 });
 
 Deno.test("SVC_CONFIG names a JSON file; the environment wins", () => {

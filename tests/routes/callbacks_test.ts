@@ -829,7 +829,7 @@ Deno.test("the demo: the README's callback workflow", async () => {
   assert.equal(login.status, 204, await login.text());
   await ok(await call("POST", `${V2}${requests(uuid, "take")}`, { agentNumber: "8001" }));
   const started = await ok(await call("POST", `${V2}${requests(uuid, "start")}`));
-  assert.equal(ctx.services.sim.calls()[0]?.linkedId, started.linkedId);
+  assert.equal(ctx.services.sim!.calls()[0]?.linkedId, started.linkedId);
   await ok(await call("PUT", `${V2}${requests(uuid, "ticket")}`, { status: "Answered" }));
   const exported = await call("POST", `${V2}/callback_lists/callback_tickets/csv`, {
     listUuid: list.uuid,

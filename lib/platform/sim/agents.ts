@@ -4,34 +4,21 @@
  * `AgentStateEvent` (decisions §7, §8).
  */
 import type { AgentRecord } from "../../store/agents.ts";
-import { type AgentPresence, type AgentStateName, PlatformRefusal } from "../port.ts";
+import { agentStateEvent, loginRefusal, notLogged, presenceOf } from "../agent_rules.ts";
+import type { AgentPresence, AgentStateName } from "../port.ts";
 import { cancelTimers, endLeg, phoneEvent } from "./calls.ts";
 import type { AgentState, Step } from "./state.ts";
 
-/**
- * Moves `agent` to `name` and emits its event: `username` is the user of the line it is logged
- * on, `phoneNb` that extension, `queues` the ids of its queues, as configured now.
- */
+/** Moves `agent` to `name` and emits its event. */
 export function agentEvent(step: Step, agent: AgentState, name: AgentStateName): void {
   agent.state = name;
-  const phone = agent.extension !== null && agent.context !== null
-    ? step.dir.phoneAt(agent.extension, agent.context)
-    : null;
-  step.emit({
-    kind: "agent",
-    agentId: agent.agentId,
-    agentNumber: step.dir.agents.get(agent.agentId)?.number ?? agent.agentNumber,
-    name,
-    phoneNb: agent.phoneNb,
-    username: phone?.username ?? "",
-    queues: step.dir.queueIdsOf(agent.agentId),
-  });
+  step.emit(agentStateEvent(step.dir, agent, name));
 }
 
 /** The presence of a logged agent; `not_logged` otherwise. */
 function loggedAgent(step: Step, agentId: number): AgentState {
   const agent = step.sim.agents.get(agentId);
-  if (!agent?.logged) throw new PlatformRefusal("not_logged", `agent ${agentId} is not logged in`);
+  if (!agent?.logged) throw notLogged(agentId);
   return agent;
 }
 
@@ -40,23 +27,9 @@ function loggedAgent(step: Step, agentId: number): AgentState {
  * `no_extension`, `already_logged` or `extension_in_use`.
  */
 export function login(step: Step, agent: AgentRecord, extension: string, context: string): void {
-  const found = step.dir.extensionAt(extension, context);
-  if (found?.line_id == null || !step.dir.phoneOfLine(found.line_id)) {
-    throw new PlatformRefusal(
-      "no_extension",
-      `no line holds extension ${extension} in context ${context}`,
-    );
-  }
+  const refusal = loginRefusal(step.dir, step.sim.agents.values(), agent.id, extension, context);
+  if (refusal) throw refusal;
   const known = step.sim.agents.get(agent.id);
-  if (known?.logged) throw new PlatformRefusal("already_logged", `agent ${agent.id} is logged in`);
-  for (const other of step.sim.agents.values()) {
-    if (other.logged && other.extension === extension && other.context === context) {
-      throw new PlatformRefusal(
-        "extension_in_use",
-        `agent ${other.agentId} is logged in on ${extension}@${context}`,
-      );
-    }
-  }
   const state: AgentState = known ?? {
     agentId: agent.id,
     agentNumber: agent.number,
@@ -131,22 +104,8 @@ export function unpause(step: Step, agentId: number): void {
 }
 
 /** The presence of `agentId`; a never-logged agent is logged out. */
-export function presence(agents: Map<number, AgentState>, agentId: number): AgentPresence {
-  const agent = agents.get(agentId);
-  if (!agent?.logged) {
-    return {
-      agentId,
-      logged: false,
-      paused: false,
-      pausedReason: null,
-      extension: null,
-      context: null,
-      state: "AgentLoggedOut",
-    };
-  }
-  const { logged, paused, pausedReason, extension, context, state } = agent;
-  return { agentId, logged, paused, pausedReason, extension, context, state };
-}
+export const presence = (agents: Map<number, AgentState>, agentId: number): AgentPresence =>
+  presenceOf(agentId, agents.get(agentId));
 
 /**
  * Agents whose queue call leg ended during the step: free again when it was not answered

@@ -4,10 +4,10 @@
  * (decisions §8 and docs/platform.md).
  */
 import { sanitizeNumber } from "../../phone_numbers.ts";
-import type { CallRecord } from "../../store/call_history.ts";
 import type { ForwardKind, UserRecord } from "../../store/users.ts";
-import type { CallVariables, PhoneEventType } from "../port.ts";
-import type { Phone, Target } from "./directory.ts";
+import { historyOf } from "../call_records.ts";
+import { type CallVariables, type PhoneEventType, usrVariables } from "../port.ts";
+import type { Phone, Target } from "../directory.ts";
 import { enqueue } from "./queues.ts";
 import {
   type Call,
@@ -19,7 +19,6 @@ import {
   MAX_REDIRECTIONS,
   type RingHandlers,
   type Step,
-  usrVariables,
 } from "./state.ts";
 
 /** Starts a call (no leg yet); its linkedId is the id its first leg will take. */
@@ -319,22 +318,24 @@ async function reachPhone(step: Step, call: Call, phone: Phone, number: string):
       phoneEvent(next, leg, "EventRinging");
     },
     answered: (next) => connect(next, call, leg),
-    rejected: async (next) => {
+    // a rejection is busy, as on a real PBX (SIP 486): the busy forward applies
+    rejected: (next) => {
       phoneEvent(next, leg, "EventReleased");
       endLeg(next, leg);
-      await failCall(next, call);
+      return busy(next);
     },
     busy: (next) => {
       endLeg(next, leg);
       return busy(next);
     },
     noAnswer: async (next) => {
+      // the phone stops ringing first (as a PBX reports it), then the call goes on or ends
+      if (leg.announced) phoneEvent(next, leg, "EventReleased");
+      endLeg(next, leg);
       // read again: a forward set while the phone rang applies
       const current = phone.userId === null ? null : next.dir.users.get(phone.userId) ?? null;
       const forward = forwardOf(current, "noanswer");
       if (!forward) return await endCall(next, call); // missed
-      if (leg.announced) phoneEvent(next, leg, "EventReleased");
-      endLeg(next, leg);
       await redirect(next, call, forward, phone.context);
     },
   });
@@ -410,41 +411,4 @@ export function endCall(step: Step, call: Call): Promise<void> {
   const records = call.noHistory ? [] : historyOf(call, step.now);
   if (records.length) step.emit({ kind: "call_ended", linkedId: call.linkedId, records });
   return Promise.resolve();
-}
-
-/**
- * One record for the calling user (`emitted`) and one for every other user whose phone rang
- * (`answered` or `missed`).
- */
-export function historyOf(call: Call, endMs: number): CallRecord[] {
-  const base = {
-    id: call.linkedId,
-    startMs: call.startMs,
-    endMs,
-    srcUsername: call.src.username,
-    srcNum: call.src.number,
-  };
-  const records: CallRecord[] = [];
-  if (call.src.userId !== null) {
-    records.push({
-      ...base,
-      userId: call.src.userId,
-      answeredMs: call.answeredMs,
-      dstUsername: call.answeredBy ?? call.dialledUsername,
-      dstNum: call.dialled,
-      status: "emitted",
-    });
-  }
-  for (const [userId, rung] of call.rung) {
-    if (userId === call.src.userId) continue;
-    records.push({
-      ...base,
-      userId,
-      answeredMs: rung.answeredMs,
-      dstUsername: rung.username,
-      dstNum: rung.number,
-      status: rung.answeredMs === null ? "missed" : "answered",
-    });
-  }
-  return records;
 }

@@ -4,7 +4,7 @@
  */
 import { type PhoneStatus, PlatformRefusal } from "../port.ts";
 import { answerLeg, hangupLeg, holdLeg, rejectLeg, resumeLeg } from "./calls.ts";
-import type { Directory, Phone } from "./directory.ts";
+import type { Directory, Phone } from "../directory.ts";
 import {
   EXTERNAL,
   type Leg,

@@ -33,7 +33,7 @@ import {
   type SimCall,
   type SimPhone,
 } from "./control.ts";
-import { type Directory, type DirectoryLoader, directoryLoader } from "./directory.ts";
+import { type Directory, type DirectoryLoader, directoryLoader } from "../directory.ts";
 import { dispatch, enqueue } from "./queues.ts";
 import { type PhonePolicy, SimState, type Step, type TimerOwner } from "./state.ts";
 
@@ -218,10 +218,19 @@ export class SimPlatform implements Platform {
     this.#listeners.push(listener);
   }
 
+  /** Nothing runs in the background until a command or a timer. */
+  start(): void {}
+
+  /** The simulator is always there. */
+  reachable(): boolean {
+    return true;
+  }
+
   /** Cancels every timer: no call moves any more; commands still answer. */
-  close(): void {
+  close(): Promise<void> {
     this.#closed = true;
     for (const cancel of [...this.#timers]) cancel();
+    return Promise.resolve();
   }
 
   /** Every phone with what it is doing and its policy, then the `external` pseudo-phone. */

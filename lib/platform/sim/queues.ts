@@ -4,7 +4,7 @@
  * released after 30 s in the queue.
  */
 import type { QueueRecord } from "../../store/queues.ts";
-import type { Phone } from "./directory.ts";
+import type { Phone } from "../directory.ts";
 import { agentEvent } from "./agents.ts";
 import {
   endCall,

@@ -2,8 +2,9 @@
  * The simulator's memory: calls and their legs, phone policies, agent presences, and the step
  * every change runs in. Nothing here is stored: a restart hangs every call up (DESIGN.md).
  */
-import type { AgentStateName, CallVariables, PlatformEvent } from "../port.ts";
-import type { Directory, Phone } from "./directory.ts";
+import type { AgentStateName, PlatformEvent } from "../port.ts";
+import type { Rung } from "../call_records.ts";
+import type { Directory, Phone } from "../directory.ts";
 
 /** How a simulated phone answers (decisions §8). */
 export type PolicyName = "auto" | "manual" | "busy" | "unavailable";
@@ -106,14 +107,6 @@ export interface CallSource {
   userId: number | null;
   username: string;
   number: string;
-}
-
-/** A user whose phone rang during a call, for its history record. */
-export interface Rung {
-  username: string;
-  /** The number dialled to reach that phone. */
-  number: string;
-  answeredMs: number | null;
 }
 
 /**
@@ -232,13 +225,4 @@ export class SimState {
     for (const leg of this.activeLegs()) if (leg.userId === userId) linked.add(leg.call.linkedId);
     return linked.size;
   }
-}
-
-/** `variables` as phone events carry them: `USR_<key>`, a key already starting with `USR_` kept. */
-export function usrVariables(variables: CallVariables): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(variables).map((
-      [key, value],
-    ) => [key.startsWith("USR_") ? key : `USR_${key}`, value]),
-  );
 }

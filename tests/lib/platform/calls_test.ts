@@ -292,7 +292,7 @@ Deno.test("no-answer forward: after ring_seconds the callee is released and the 
   }]);
 });
 
-Deno.test("no answer and no forward: the call is missed, both released", async () => {
+Deno.test("no answer and no forward: the call is missed, callee then caller released", async () => {
   const { t, alice, bob, users } = await threeUsers();
   await changeUser(t, bob.id, (user) => ({ ...user, ring_seconds: 10 }));
   const { linkedId } = await t.sim.dialNumber(alice, "1002", {});
@@ -303,8 +303,8 @@ Deno.test("no answer and no forward: the call is missed, both released", async (
     [
       ["alice", "EventDialing", "1001", "1002", "A"],
       ["bob", "EventRinging", "1002", "1001", "B"],
-      ["alice", "EventReleased", "1001", "1002", "A"],
       ["bob", "EventReleased", "1002", "1001", "B"],
+      ["alice", "EventReleased", "1001", "1002", "A"],
     ],
     { users, linkedId },
   );
@@ -330,6 +330,32 @@ Deno.test("callee rejects: callee released, caller EventFailure; an unavailable 
     );
     assert.equal((await history(t, bob))[0]?.status, "missed");
   });
+  await s.step("reject with a busy forward: the call goes on to its destination", async () => {
+    await changeUser(t, bob.id, withForward("busy", "1003"));
+    const { linkedId } = await t.sim.dialNumber(alice, "1002", {});
+    await t.sim.act("1001", "answer");
+    await t.sim.act("1002", "reject");
+    await t.sim.act("1003", "answer");
+    await t.sim.act("1001", "hangup");
+    assertPhoneEvents(
+      t.take(),
+      [
+        ["alice", "EventDialing", "1001", "1002", "A"],
+        ["bob", "EventRinging", "1002", "1001", "B"],
+        ["bob", "EventReleased", "1002", "1001", "B"],
+        ["carol", "EventRinging", "1003", "1001", "C"],
+        ["alice", "EventEstablished", "1001", "1002", "A"],
+        ["carol", "EventEstablished", "1003", "1001", "C"],
+        ["alice", "EventReleased", "1001", "1002", "A"],
+        ["carol", "EventReleased", "1003", "1001", "C"],
+      ],
+      { users, linkedId },
+    );
+    await changeUser(t, bob.id, (user) => ({
+      ...user,
+      forwards: { ...user.forwards, busy: { enabled: false, destination: null } },
+    }));
+  });
   await s.step("unavailable: no answer at once, missed without ringing", async () => {
     await t.sim.setPolicy("1002", { policy: "unavailable" });
     const { linkedId } = await t.sim.dialNumber(alice, "1002", {});
@@ -342,7 +368,7 @@ Deno.test("callee rejects: callee released, caller EventFailure; an unavailable 
       ],
       { users, linkedId },
     );
-    assert.equal((await history(t, bob)).length, 1, "no record: bob's phone did not ring");
+    assert.equal((await history(t, bob)).length, 2, "no record: bob's phone did not ring");
   });
 });
 

@@ -18,6 +18,7 @@ import { type CallRecord, lastCalls } from "../../../lib/store/call_history.ts";
 import { transact } from "../../../lib/store/records.ts";
 import { findUserByUsername, type UserRecord, users } from "../../../lib/store/users.ts";
 import { type Confd, confd, setup, type TestContext } from "../../helpers.ts";
+import type { World } from "./scenarios.ts";
 
 export interface SimContext {
   ctx: TestContext;
@@ -40,7 +41,7 @@ export async function simSetup(env: Record<string, string> = {}): Promise<SimCon
   const context: SimContext = {
     ctx,
     api,
-    sim: ctx.services.sim,
+    sim: ctx.services.sim!,
     batches: [],
     events: [],
     take() {
@@ -74,16 +75,17 @@ async function put(api: Confd, path: string, body?: unknown) {
  * would; `fields` are more user fields (ring_seconds, simultaneous_calls, …).
  */
 export async function phoneUser(
-  t: SimContext,
+  t: Pick<SimContext, "api" | "ctx">,
   username: string,
   exten: string,
   fields: Record<string, unknown> = {},
+  endpoint: Record<string, unknown> = {},
 ): Promise<UserRecord> {
   const { api } = t;
   const user = await created(api, "/users", { firstname: username, username, ...fields });
   const line = await created(api, "/lines", { context: "default" });
   const extension = await created(api, "/extensions", { exten, context: "default" });
-  const sip = await created(api, "/endpoints/sip", {});
+  const sip = await created(api, "/endpoints/sip", endpoint);
   await put(api, `/lines/${line.id}/extensions/${extension.id}`);
   await put(api, `/lines/${line.id}/endpoints/sip/${sip.id}`);
   await put(api, `/users/${user.id}/lines/${line.id}`);
@@ -92,7 +94,7 @@ export async function phoneUser(
 
 /** An agent `number` and a queue holding it, built through `/1.1`. */
 export async function agentAndQueue(
-  t: SimContext,
+  t: Pick<SimContext, "api" | "ctx">,
   agentNumber: string,
   queue: { name: string; number: string; wrapup_seconds?: number },
 ) {
@@ -109,11 +111,17 @@ export async function addAgent(t: SimContext, agentNumber: string, queueId: numb
   return await agentRecord(t, agent.id);
 }
 
-export async function agentRecord(t: SimContext, id: number): Promise<AgentRecord> {
+export async function agentRecord(
+  t: Pick<SimContext, "ctx">,
+  id: number,
+): Promise<AgentRecord> {
   return (await getAgent(t.ctx.services.store, id))!;
 }
 
-export async function queueRecord(t: SimContext, id: number): Promise<QueueRecord> {
+export async function queueRecord(
+  t: Pick<SimContext, "ctx">,
+  id: number,
+): Promise<QueueRecord> {
   return (await getQueue(t.ctx.services.store, id))!;
 }
 
@@ -217,3 +225,22 @@ export const agentSummary = (events: PlatformEvent[]) =>
 /** The user's history records, newest first. */
 export const history = (t: SimContext, user: UserRecord): Promise<CallRecord[]> =>
   lastCalls(t.ctx.services.store, user.id, 100);
+
+/**
+ * The people of the scenario table (`scenarios.ts`), built through `/1.1`: alice 1001, bob 1002,
+ * carol 1003 with SIP endpoints of their names (as on the recorded Asterisk), queue support 3001
+ * holding agent 8001.
+ */
+export async function scenarioWorld(ctx: TestContext): Promise<World> {
+  const t = { ctx, api: await confd(ctx) };
+  const user = (name: string, exten: string) =>
+    phoneUser(t, name, exten, { password: `${name}-pw` }, {
+      username: name,
+      secret: `${name}-sip`,
+    });
+  const alice = await user("alice", "1001");
+  const bob = await user("bob", "1002");
+  const carol = await user("carol", "1003");
+  const { agent, queue } = await agentAndQueue(t, "8001", { name: "support", number: "3001" });
+  return { services: ctx.services, alice, bob, carol, agent, queue };
+}

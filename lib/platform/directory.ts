@@ -1,18 +1,24 @@
 /**
- * What the simulated PBX knows of the configuration: the phones, the numbers they answer to, the
- * queues and the agents, built from the configuration daemon's records at each step (decisions §8:
- * a change applies to the next call without a restart).
+ * What both platform adapters know of the configuration: the phones, the numbers they answer to,
+ * the queues and the agents, built from the configuration daemon's records (decisions §8: a change
+ * applies to the next call without a restart).
  */
-import { type AgentRecord, agents } from "../../store/agents.ts";
-import { type ExtensionRecord, extensions } from "../../store/extensions.ts";
-import { type LineRecord, lines } from "../../store/lines.ts";
-import { type QueueRecord, queues } from "../../store/queues.ts";
-import { localWriteCount } from "../../store/records.ts";
-import { sharedRead } from "../../store/shared_read.ts";
-import type { Store } from "../../store/store.ts";
-import { type UserRecord, users } from "../../store/users.ts";
+import { type AgentRecord, agents } from "../store/agents.ts";
+import {
+  type CustomEndpointRecord,
+  customEndpoints,
+  type SipEndpointRecord,
+  sipEndpoints,
+} from "../store/endpoints.ts";
+import { type ExtensionRecord, extensions } from "../store/extensions.ts";
+import { type LineRecord, lines } from "../store/lines.ts";
+import { type QueueRecord, queues } from "../store/queues.ts";
+import { localWriteCount } from "../store/records.ts";
+import { sharedRead } from "../store/shared_read.ts";
+import type { Store } from "../store/store.ts";
+import { type UserRecord, users } from "../store/users.ts";
 
-/** A simulated phone: a line holding an enabled extension, named by that extension. */
+/** A phone: a line holding an enabled extension, named by that extension. */
 export interface Phone {
   /** The first enabled extension of the line: the phone's name in events and the control API. */
   extension: string;
@@ -23,6 +29,27 @@ export interface Phone {
   userId: number | null;
   /** That user's username, "" when none. */
   username: string;
+  /**
+   * How a PBX reaches the line's device: `PJSIP/<endpoint username>`, `SCCP/<line name>` or the
+   * custom endpoint's interface; null for a line without endpoint (the simulator needs none).
+   */
+  interface: string | null;
+}
+
+/** The device interface of `line` (see {@link Phone.interface}). */
+export function lineInterface(
+  line: LineRecord,
+  sip: Map<number, SipEndpointRecord>,
+  custom: Map<number, CustomEndpointRecord>,
+): string | null {
+  const endpoint = line.endpoint;
+  if (!endpoint) return null;
+  if (endpoint.type === "sccp") return `SCCP/${line.name}`;
+  if (endpoint.type === "sip") {
+    const username = sip.get(endpoint.id)?.username;
+    return username ? `PJSIP/${username}` : null;
+  }
+  return custom.get(endpoint.id)?.interface ?? null;
 }
 
 /** Where a dialled number leads. */
@@ -33,7 +60,13 @@ export type Target =
 
 const pair = (context: string, exten: string) => `${context}\u0000${exten}`;
 
-/** The configuration as one step of the simulator sees it; treat it as read-only. */
+/** Technologies are named in any case (`PJSIP`, `pjsip`); what follows the `/` is exact. */
+const interfaceKey = (iface: string) => {
+  const slash = iface.indexOf("/");
+  return slash < 0 ? iface : iface.slice(0, slash).toUpperCase() + iface.slice(slash);
+};
+
+/** The configuration as a platform adapter sees it at one moment; treat it as read-only. */
 export class Directory {
   readonly users = new Map<number, UserRecord>();
   readonly queues = new Map<number, QueueRecord>();
@@ -44,6 +77,9 @@ export class Directory {
   readonly #phoneByName = new Map<string, Phone>();
   readonly #extensions = new Map<string, ExtensionRecord>();
   readonly #queueByNumber = new Map<string, QueueRecord>();
+  readonly #queueByName = new Map<string, QueueRecord>();
+  readonly #phoneByInterface = new Map<string, Phone>();
+  readonly #agentByNumber = new Map<string, AgentRecord>();
 
   constructor(
     userList: UserRecord[],
@@ -51,13 +87,21 @@ export class Directory {
     extensionList: ExtensionRecord[],
     queueList: QueueRecord[],
     agentList: AgentRecord[],
+    sipList: SipEndpointRecord[] = [],
+    customList: CustomEndpointRecord[] = [],
   ) {
+    const sip = new Map(sipList.map((endpoint) => [endpoint.id, endpoint]));
+    const custom = new Map(customList.map((endpoint) => [endpoint.id, endpoint]));
     for (const user of userList) this.users.set(user.id, user);
     for (const queue of queueList) {
       this.queues.set(queue.id, queue);
+      this.#queueByName.set(queue.name, queue);
       if (queue.number !== null) this.#queueByNumber.set(pair(queue.context, queue.number), queue);
     }
-    for (const agent of agentList) this.agents.set(agent.id, agent);
+    for (const agent of agentList) {
+      this.agents.set(agent.id, agent);
+      this.#agentByNumber.set(agent.number, agent);
+    }
     const extensionById = new Map<number, ExtensionRecord>();
     for (const extension of extensionList) {
       extensionById.set(extension.id, extension);
@@ -76,8 +120,11 @@ export class Directory {
         lineId: line.id,
         userId,
         username: (userId === null ? null : this.users.get(userId)?.username) ?? "",
+        interface: lineInterface(line, sip, custom),
       };
       this.phones.push(phone);
+      const key = phone.interface && interfaceKey(phone.interface);
+      if (key && !this.#phoneByInterface.has(key)) this.#phoneByInterface.set(key, phone);
       this.#phoneByLine.set(line.id, phone);
       // two lines named alike (same exten in two contexts): the control API reaches the first
       if (!this.#phoneByName.has(phone.extension)) this.#phoneByName.set(phone.extension, phone);
@@ -91,6 +138,21 @@ export class Directory {
   /** The phone the control API calls `extension`. */
   phoneNamed(extension: string): Phone | null {
     return this.#phoneByName.get(extension) ?? null;
+  }
+
+  /** The phone whose device is `iface` (`PJSIP/alice`; the case of the technology ignored). */
+  phoneOfInterface(iface: string): Phone | null {
+    return this.#phoneByInterface.get(interfaceKey(iface)) ?? null;
+  }
+
+  /** The agent whose number is `number`, or null. */
+  agentNumbered(number: string): AgentRecord | null {
+    return this.#agentByNumber.get(number) ?? null;
+  }
+
+  /** The queue named `name`, or null. */
+  queueNamed(name: string): QueueRecord | null {
+    return this.#queueByName.get(name) ?? null;
   }
 
   /** The user's phone: the one of its main line (`line_ids[0]`), null when it has none. */
@@ -129,17 +191,17 @@ export class Directory {
 
 /**
  * How long a read-only question (phone statuses for the contacts list view) may be answered from
- * the directory without reading the version keys, while this process wrote no collection: the
- * simulator runs in one process (DESIGN.md), so only a change made by another process sharing the
- * store shows this much later, which is harmless for a status that is live anyway. Steps always
- * read the version keys: a step that cannot read the store is postponed, never half done.
+ * the directory without reading the version keys, while this process wrote no collection: only a
+ * change made by another process sharing the store shows this much later, which is harmless for a
+ * status that is live anyway. Commands always read the version keys (a simulator step that cannot
+ * read the store is postponed, never half done).
  */
 export const DIRECTORY_RECHECK_MS = 1000;
 
-/** The directory as the simulator reads it: {@link directoryLoader}. */
+/** The directory as an adapter reads it: {@link directoryLoader}. */
 export interface DirectoryLoader {
   /**
-   * The current directory. One shared read of the five collections' version keys tells whether
+   * The current directory. One shared read of the collections' version keys tells whether
    * anything changed (requests arriving together share it; with `recent`, none is needed while
    * this process wrote nothing for {@link DIRECTORY_RECHECK_MS}); only then are the lists read
    * again (each cached against its own version key) and the directory rebuilt.
@@ -150,7 +212,15 @@ export interface DirectoryLoader {
 }
 
 export function directoryLoader(store: Store): DirectoryLoader {
-  const collections = [users, lines, extensions, queues, agents] as const;
+  const collections = [
+    users,
+    lines,
+    extensions,
+    queues,
+    agents,
+    sipEndpoints,
+    customEndpoints,
+  ] as const;
   const versions = sharedRead(() => store.getMany(collections.map((c) => c.versionKey)));
   let cached: { versions: string; directory: Directory } | null = null;
   let checked = { at: -Infinity, writes: -1 };
@@ -174,6 +244,8 @@ export function directoryLoader(store: Store): DirectoryLoader {
             extensions.all(store),
             queues.all(store),
             agents.all(store),
+            sipEndpoints.all(store),
+            customEndpoints.all(store),
           ]),
         );
         cached = { versions: current, directory };

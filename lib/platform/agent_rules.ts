@@ -1,0 +1,102 @@
+/**
+ * What both adapters decide alike about agents (decisions §8, docs/platform.md): who may log in
+ * where, the presence an agent shows, and the `AgentStateEvent` of a state change.
+ */
+import type { Directory } from "./directory.ts";
+import {
+  type AgentPresence,
+  type AgentStateEvent,
+  type AgentStateName,
+  PlatformRefusal,
+} from "./port.ts";
+
+/** What the rules read of an agent's presence kept by an adapter. */
+export interface AgentView {
+  agentId: number;
+  agentNumber: string;
+  logged: boolean;
+  paused: boolean;
+  pausedReason: string | null;
+  extension: string | null;
+  context: string | null;
+  /** The extension of the last login: the `phoneNb` of its events, "" when never logged. */
+  phoneNb: string;
+  state: AgentStateName;
+}
+
+/**
+ * Why `agentId` may not log in on `extension`@`context`: `no_extension` (no line holds it),
+ * `already_logged`, `extension_in_use` (another logged agent is there); null when it may.
+ */
+export function loginRefusal(
+  dir: Directory,
+  agents: Iterable<AgentView>,
+  agentId: number,
+  extension: string,
+  context: string,
+): PlatformRefusal | null {
+  const found = dir.extensionAt(extension, context);
+  if (found?.line_id == null || !dir.phoneOfLine(found.line_id)) {
+    return new PlatformRefusal(
+      "no_extension",
+      `no line holds extension ${extension} in context ${context}`,
+    );
+  }
+  const logged = [...agents].filter((other) => other.logged);
+  if (logged.some((other) => other.agentId === agentId)) {
+    return new PlatformRefusal("already_logged", `agent ${agentId} is logged in`);
+  }
+  for (const other of logged) {
+    if (other.extension === extension && other.context === context) {
+      return new PlatformRefusal(
+        "extension_in_use",
+        `agent ${other.agentId} is logged in on ${extension}@${context}`,
+      );
+    }
+  }
+  return null;
+}
+
+/** The refusal of a command for an agent that is not logged in. */
+export const notLogged = (agentId: number) =>
+  new PlatformRefusal("not_logged", `agent ${agentId} is not logged in`);
+
+/** The presence of `agentId` from what an adapter keeps; a never-logged agent is logged out. */
+export function presenceOf(agentId: number, agent: AgentView | undefined): AgentPresence {
+  if (!agent?.logged) {
+    return {
+      agentId,
+      logged: false,
+      paused: false,
+      pausedReason: null,
+      extension: null,
+      context: null,
+      state: "AgentLoggedOut",
+    };
+  }
+  const { logged, paused, pausedReason, extension, context, state } = agent;
+  return { agentId, logged, paused, pausedReason, extension, context, state };
+}
+
+/**
+ * The event of `agent` entering `name`: `username` is the user of the line it is logged on,
+ * `phoneNb` that extension, `queues` the ids of its queues, as configured now.
+ */
+export function agentStateEvent(
+  dir: Directory,
+  agent: AgentView,
+  name: AgentStateName,
+): AgentStateEvent {
+  const phone = agent.extension !== null && agent.context !== null
+    ? dir.phoneAt(agent.extension, agent.context)
+    : null;
+  return {
+    kind: "agent",
+    agentId: agent.agentId,
+    agentNumber: dir.agents.get(agent.agentId)?.number ?? agent.agentNumber,
+    name,
+    phoneNb: agent.phoneNb,
+    username: phone?.username ?? "",
+    queues: dir.queueIdsOf(agent.agentId),
+  };
+}

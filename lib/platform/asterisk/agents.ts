@@ -1,0 +1,379 @@
+/**
+ * Agents on Asterisk (docs/asterisk.md): logging in makes the agent a dynamic member of each of
+ * its queues (`QueueAdd`: interface `Local/<line id>@svc-agent`, svc's agent context that rings the
+ * line's device; the device as state interface; the agent number as member name), pausing is
+ * `QueuePause`. The presence follows the
+ * queue member events too, so every svc process connected to the PBX agrees; queue calls move the
+ * agent through the states the simulator gives (AgentRinging → AgentOnCall → AgentOnWrapup →
+ * AgentReady), driven by the call tracker.
+ */
+import type { Clock } from "../../clock.ts";
+import type { Logger } from "../../log.ts";
+import type { AgentRecord } from "../../store/agents.ts";
+import {
+  agentStateEvent,
+  type AgentView,
+  loginRefusal,
+  notLogged,
+  presenceOf,
+} from "../agent_rules.ts";
+import type { Directory, Phone } from "../directory.ts";
+import {
+  type AgentPresence,
+  type AgentStateName,
+  type PlatformEvent,
+  PlatformRefusal,
+} from "../port.ts";
+import type { AmiMessage } from "./ami_message.ts";
+import type { AmiResponse } from "./ami_client.ts";
+import { AGENT_CONTEXT, agentMemberInterface } from "./config_files.ts";
+
+/** The leg of a queue call an agent's phone is on, as the call tracker tells it. */
+export interface AgentLeg {
+  /** When the agent answered; null while it rings (or when it did not). */
+  answeredMs: number | null;
+  /** The queue that rang the agent. */
+  queueId: number | null;
+}
+
+interface AgentState extends AgentView {
+  /** Queue name → the member interface svc (or another process) added there. */
+  memberships: Map<string, string>;
+  /** The queue call leg it rings for or talks on. */
+  leg: AgentLeg | null;
+  /** Cancels the wrap-up timer. */
+  wrapup: (() => void) | null;
+}
+
+/** What the book needs from the adapter. */
+export interface AgentsContext {
+  dir(): Directory;
+  emit(event: PlatformEvent): void;
+  clock: Clock;
+  logger: Logger;
+  action(action: string, fields?: Record<string, string | undefined>): Promise<AmiResponse>;
+}
+
+/**
+ * The extension and context a member interface rings: svc's own (`Local/<line id>@svc-agent`),
+ * another `Local/<extension>@<context>`, or a device, through the directory.
+ */
+function memberPlace(dir: Directory, iface: string): { extension: string; context: string } | null {
+  const local = /^Local\/([^@]+)@([^/]+)/i.exec(iface);
+  if (!local) return dir.phoneOfInterface(iface);
+  const [, exten, context] = local as unknown as [string, string, string];
+  if (context === AGENT_CONTEXT) return dir.phoneOfLine(Number(exten));
+  return { extension: exten, context };
+}
+
+const isTrue = (value: string | undefined) => value === "1" || value?.toLowerCase() === "true";
+
+/** The agents' presences on one PBX. */
+export class AgentBook {
+  readonly #agents = new Map<number, AgentState>();
+
+  constructor(private readonly ctx: AgentsContext) {}
+
+  presence(agentId: number): AgentPresence {
+    return presenceOf(agentId, this.#agents.get(agentId));
+  }
+
+  /** The logged agent whose extension rings `phone`, if any. */
+  loggedOn(phone: Phone): AgentState | null {
+    for (const agent of this.#agents.values()) {
+      if (agent.logged && agent.extension === phone.extension && agent.context === phone.context) {
+        return agent;
+      }
+    }
+    return null;
+  }
+
+  /** Logs `agent` in on `extension`@`context`: a member of each of its queues, `AgentReady`. */
+  async login(agent: AgentRecord, extension: string, context: string): Promise<void> {
+    const dir = this.ctx.dir();
+    const refusal = loginRefusal(dir, this.#agents.values(), agent.id, extension, context);
+    if (refusal) throw refusal;
+    const state = this.#state(agent.id, agent.number);
+    await this.#addToQueues(state, extension, context);
+    this.#loggedIn(state, extension, context, false, null);
+  }
+
+  /** Logs the agent out of every queue it is a member of: `AgentLoggedOut`. */
+  async logout(agentId: number): Promise<void> {
+    const agent = this.#logged(agentId);
+    for (const [queue, iface] of [...agent.memberships]) {
+      const response = await this.ctx.action("QueueRemove", { Queue: queue, Interface: iface });
+      if (!response.ok && !/not there/i.test(response.message.get("Message") ?? "")) {
+        throw new PlatformRefusal("pbx_refused", pbxMessage("QueueRemove", response));
+      }
+      agent.memberships.delete(queue);
+    }
+    this.#loggedOut(agent);
+  }
+
+  /** Pauses the agent in all its queues (`QueuePause` with a reason). */
+  async pause(agentId: number, reason: string | null): Promise<void> {
+    const agent = this.#logged(agentId);
+    await this.#queuePause(agent, true, reason);
+    this.#paused(agent, true, reason);
+  }
+
+  async unpause(agentId: number): Promise<void> {
+    const agent = this.#logged(agentId);
+    await this.#queuePause(agent, false, null);
+    this.#paused(agent, false, null);
+  }
+
+  // --- from the PBX's events -----------------------------------------------------------------
+
+  /** `QueueMemberAdded`/`QueueMember` of one of our agents: it is logged in there. */
+  memberPresent(event: AmiMessage): void {
+    const found = this.#memberAgent(event);
+    if (!found) return;
+    const { agent, queue, iface } = found;
+    const place = memberPlace(this.ctx.dir(), iface);
+    if (!place) return;
+    agent.memberships.set(queue, iface);
+    if (!agent.logged) {
+      const reason = event.get("PausedReason") || null;
+      this.#loggedIn(agent, place.extension, place.context, isTrue(event.get("Paused")), reason);
+    }
+  }
+
+  /** `QueueMemberRemoved`: logged out once no queue holds the agent any more. */
+  memberRemoved(event: AmiMessage): void {
+    const found = this.#memberAgent(event);
+    if (!found) return;
+    found.agent.memberships.delete(found.queue);
+    if (found.agent.logged && found.agent.memberships.size === 0) this.#loggedOut(found.agent);
+  }
+
+  /** `QueueMemberPause`. */
+  memberPaused(event: AmiMessage): void {
+    const found = this.#memberAgent(event);
+    if (!found?.agent.logged) return;
+    const paused = isTrue(event.get("Paused"));
+    this.#paused(found.agent, paused, paused ? event.get("PausedReason") || null : null);
+  }
+
+  /**
+   * After a (re)connection, the members `QueueStatus` listed: agents the PBX has are adopted; the
+   * agents svc has logged in and the PBX lost (it restarted: dynamic members are not kept) are
+   * added back, paused as they were.
+   */
+  async resync(members: AmiMessage[]): Promise<void> {
+    const listed = new Set<number>();
+    for (const member of members) {
+      const found = this.#memberAgent(member);
+      if (found) listed.add(found.agent.agentId);
+      this.memberPresent(member);
+    }
+    for (const agent of this.#agents.values()) {
+      if (!agent.logged || listed.has(agent.agentId)) continue;
+      agent.memberships.clear();
+      try {
+        await this.#addToQueues(agent, agent.extension!, agent.context!);
+        this.ctx.logger.info("agent added back to its queues", { agent: agent.agentNumber });
+      } catch (error) {
+        this.ctx.logger.warn("agent could not be added back", {
+          agent: agent.agentNumber,
+          error: String(error),
+        });
+        this.#loggedOut(agent);
+      }
+    }
+  }
+
+  // --- from the call tracker -------------------------------------------------------------------
+
+  /** A queue call rings the agent: `AgentRinging` (once per leg). */
+  ringing(agentId: number, leg: AgentLeg): void {
+    const agent = this.#agents.get(agentId);
+    if (!agent?.logged || agent.leg === leg) return;
+    this.#endWrapup(agent, false);
+    agent.leg = leg;
+    this.#event(agent, "AgentRinging");
+  }
+
+  /** The agent answered its queue call: `AgentOnCall`. */
+  answered(agentId: number, leg: AgentLeg): void {
+    const agent = this.#agents.get(agentId);
+    if (agent?.logged && agent.leg === leg) this.#event(agent, "AgentOnCall");
+  }
+
+  /**
+   * Its queue call leg ended: free again when it was not answered (`AgentReady`, or `AgentOnPause`
+   * when paused meanwhile), in wrap-up when it was (the queue's `wrapup_seconds`, 0 at once).
+   */
+  legEnded(agentId: number, leg: AgentLeg): void {
+    const agent = this.#agents.get(agentId);
+    if (!agent || agent.leg !== leg) return;
+    agent.leg = null;
+    if (!agent.logged) return;
+    if (leg.answeredMs === null) {
+      this.#event(agent, agent.paused ? "AgentOnPause" : "AgentReady");
+      return;
+    }
+    this.#event(agent, "AgentOnWrapup");
+    const queue = leg.queueId === null ? undefined : this.ctx.dir().queues.get(leg.queueId);
+    const seconds = queue?.wrapup_seconds ?? 0;
+    if (seconds <= 0) return this.#endWrapup(agent, true);
+    agent.wrapup = this.ctx.clock.after(seconds * 1000, () => {
+      agent.wrapup = null;
+      if (agent.logged && agent.state === "AgentOnWrapup") this.#endWrapup(agent, true);
+    });
+  }
+
+  /** Stops every wrap-up timer. */
+  close(): void {
+    for (const agent of this.#agents.values()) agent.wrapup?.();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  #state(agentId: number, agentNumber: string): AgentState {
+    let agent = this.#agents.get(agentId);
+    if (!agent) {
+      agent = {
+        agentId,
+        agentNumber,
+        logged: false,
+        paused: false,
+        pausedReason: null,
+        extension: null,
+        context: null,
+        phoneNb: "",
+        state: "AgentLoggedOut",
+        memberships: new Map(),
+        leg: null,
+        wrapup: null,
+      };
+      this.#agents.set(agentId, agent);
+    }
+    return agent;
+  }
+
+  /**
+   * Makes the agent a member of each of its queues, ringing the line of `extension`@`context`,
+   * paused as it is (a re-add after a PBX restart keeps the pause and its reason).
+   */
+  async #addToQueues(agent: AgentState, extension: string, context: string): Promise<void> {
+    const dir = this.ctx.dir();
+    const phone = dir.phoneAt(extension, context);
+    if (!phone) throw notLogged(agent.agentId);
+    const iface = agentMemberInterface(phone.lineId);
+    for (const queue of dir.queues.values()) {
+      const member = queue.members.find((member) => member.agent_id === agent.agentId);
+      if (!member) continue;
+      const response = await this.ctx.action("QueueAdd", {
+        Queue: queue.name,
+        Interface: iface,
+        StateInterface: phone.interface ?? undefined,
+        MemberName: dir.agents.get(agent.agentId)?.number ?? agent.agentNumber,
+        Penalty: String(member.penalty),
+        Paused: agent.logged && agent.paused ? "true" : "false",
+        Reason: agent.logged && agent.paused ? agent.pausedReason ?? undefined : undefined,
+      });
+      // "Already there": a login this process does not remember (a restart of svc) is kept
+      if (!response.ok && !/already there/i.test(response.message.get("Message") ?? "")) {
+        throw new PlatformRefusal("pbx_refused", pbxMessage("QueueAdd", response));
+      }
+      agent.memberships.set(queue.name, iface);
+    }
+  }
+
+  #logged(agentId: number): AgentState {
+    const agent = this.#agents.get(agentId);
+    if (!agent?.logged) throw notLogged(agentId);
+    return agent;
+  }
+
+  /** The agent a member event names (`MemberName` or `Name` = the agent number), its queue. */
+  #memberAgent(event: AmiMessage): { agent: AgentState; queue: string; iface: string } | null {
+    const number = event.get("MemberName") ?? event.get("Name");
+    const queue = event.get("Queue");
+    const iface = event.get("Interface") ?? event.get("Location");
+    if (!number || !queue || !iface) return null;
+    const record = this.ctx.dir().agentNumbered(number);
+    return record ? { agent: this.#state(record.id, record.number), queue, iface } : null;
+  }
+
+  #loggedIn(
+    agent: AgentState,
+    extension: string,
+    context: string,
+    paused: boolean,
+    reason: string | null,
+  ): void {
+    if (agent.logged) return;
+    Object.assign(agent, {
+      logged: true,
+      paused,
+      pausedReason: reason,
+      extension,
+      context,
+      phoneNb: extension,
+      leg: null,
+    });
+    this.#event(agent, paused ? "AgentOnPause" : "AgentReady");
+  }
+
+  #loggedOut(agent: AgentState): void {
+    if (!agent.logged) return;
+    agent.wrapup?.();
+    agent.wrapup = null;
+    agent.leg = null;
+    this.#event(agent, "AgentLoggedOut");
+    Object.assign(agent, {
+      logged: false,
+      paused: false,
+      pausedReason: null,
+      extension: null,
+      context: null,
+    });
+  }
+
+  /**
+   * Pausing shows `AgentOnPause` at once when ready (ringing, on a call or in wrap-up it shows when
+   * that ends); unpausing shows `AgentReady` when on pause and ends a wrap-up at once.
+   */
+  #paused(agent: AgentState, paused: boolean, reason: string | null): void {
+    const changed = agent.paused !== paused;
+    agent.paused = paused;
+    agent.pausedReason = reason;
+    if (!changed) return;
+    if (paused && agent.state === "AgentReady") this.#event(agent, "AgentOnPause");
+    if (!paused && agent.state === "AgentOnPause") this.#event(agent, "AgentReady");
+    if (!paused && agent.state === "AgentOnWrapup") this.#endWrapup(agent, true);
+  }
+
+  #endWrapup(agent: AgentState, announce: boolean): void {
+    agent.wrapup?.();
+    agent.wrapup = null;
+    if (announce) this.#event(agent, agent.paused ? "AgentOnPause" : "AgentReady");
+  }
+
+  async #queuePause(agent: AgentState, paused: boolean, reason: string | null): Promise<void> {
+    for (const [queue, iface] of agent.memberships) {
+      const response = await this.ctx.action("QueuePause", {
+        Queue: queue,
+        Interface: iface,
+        Paused: paused ? "true" : "false",
+        Reason: reason ?? undefined,
+      });
+      if (!response.ok) {
+        throw new PlatformRefusal("pbx_refused", pbxMessage("QueuePause", response));
+      }
+    }
+  }
+
+  #event(agent: AgentState, name: AgentStateName): void {
+    agent.state = name;
+    this.ctx.emit(agentStateEvent(this.ctx.dir(), agent, name));
+  }
+}
+
+/** What the PBX answered to an action it refused, for a refusal's message. */
+export function pbxMessage(action: string, response: AmiResponse): string {
+  return `Asterisk refused ${action}: ${response.message.get("Message") ?? "no reason given"}`;
+}

@@ -1,0 +1,610 @@
+/**
+ * The Asterisk adapter (`SVC_PLATFORM=asterisk`, docs/asterisk.md): the {@link Platform} every
+ * area calls, on a real Asterisk 20/22 reached over AMI. Commands become AMI actions (Originate,
+ * DBPut/DBDel, QueueAdd/QueueRemove/QueuePause); AMI events become the phone events, agent states
+ * and history records the simulator gives for the same scenario; the configuration daemon's
+ * records become the files Asterisk includes (config_files.ts, config_writer.ts).
+ *
+ * With several svc processes on one store, each keeps its own AMI connection and follows every
+ * event (so any of them answers statuses and presences), but only the holder of a lease in the
+ * store hands events to the listeners (outbox, history) and writes the configuration files.
+ */
+import type { Clock } from "../../clock.ts";
+import { PlatformUnavailable } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
+import type { AgentRecord } from "../../store/agents.ts";
+import { releaseLeaseAt, takeLeaseAt } from "../../store/lease.ts";
+import type { QueueRecord } from "../../store/queues.ts";
+import type { Store } from "../../store/store.ts";
+import { type UserRecord, users } from "../../store/users.ts";
+import { Directory, type DirectoryLoader, directoryLoader, type Phone } from "../directory.ts";
+import {
+  type AgentPresence,
+  type CallStarted,
+  type CallVariables,
+  type PhoneStatus,
+  type Platform,
+  type PlatformEvent,
+  type PlatformListener,
+  PlatformRefusal,
+  usrVariables,
+} from "../port.ts";
+import { AgentBook, pbxMessage } from "./agents.ts";
+import {
+  AmiClient,
+  type AmiClientOptions,
+  type AmiResponse,
+  AmiUnavailable,
+} from "./ami_client.ts";
+import type { AmiMessage } from "./ami_message.ts";
+import { ASTDB_FAMILY, keysToWrite, userKeys, writeKeys } from "./astdb.ts";
+import { CallTracker, type NewCall } from "./calls.ts";
+import { ConfigWriter } from "./config_writer.ts";
+
+export interface AsteriskOptions {
+  store: Store;
+  /** Times of records and wrap-ups (tests may pass a manual clock; network timers are real). */
+  clock: Clock;
+  logger: Logger;
+  ami: Omit<AmiClientOptions, "logger">;
+  /** `SVC_ASTERISK_CONFIG_DIR`. */
+  configDir: string;
+  /** How often the directory is read again while nothing is asked (default 500 ms). */
+  directoryRefreshMs?: number;
+}
+
+/** The lease of the process that turns AMI events into store writes and writes the files. */
+const LEASE_KEY: Deno.KvKey = ["platform_lease"];
+const LEASE_MS = 10_000;
+
+/** How long a resync waits for Asterisk's `FullyBooted` after a login before going on. */
+const BOOT_WAIT_MS = 10_000;
+
+/** A queue call waits this long for an agent (the simulator's wait). */
+const QUEUE_WAIT_MS = 30_000;
+
+/** The contacts list view's status of an Asterisk device state (decisions §12). */
+const DEVICE_STATUS: Record<string, PhoneStatus> = {
+  NOT_INUSE: 0,
+  INUSE: 2,
+  BUSY: 2,
+  RINGINUSE: 2,
+  RINGING: 8,
+  ONHOLD: 16,
+};
+
+export class AsteriskPlatform implements Platform {
+  readonly #ami: AmiClient;
+  readonly #loader: DirectoryLoader;
+  #dir = new Directory([], [], [], [], []);
+  readonly #agents: AgentBook;
+  readonly #calls: CallTracker;
+  readonly #writer: ConfigWriter;
+  /** Device → its last known state (`DeviceStateChange`). */
+  readonly #devices = new Map<string, string>();
+  readonly #listeners: PlatformListener[] = [];
+  /** Events of the AMI event being handled, handed over once it is. */
+  #batch: PlatformEvent[] = [];
+  #delivery: Promise<void> = Promise.resolve();
+  #statusVersion = 0;
+  readonly #owner = crypto.randomUUID();
+  #leader = false;
+  #timers: ReturnType<typeof setInterval>[] = [];
+  #closed = false;
+  readonly #firstSync = Promise.withResolvers<void>();
+  /** Resolved by `FullyBooted` on the current connection (Asterisk may accept logins earlier). */
+  #booted = Promise.withResolvers<void>();
+
+  constructor(readonly options: AsteriskOptions) {
+    const { store, logger } = options;
+    this.#loader = directoryLoader(store);
+    // a lost connection is noticed within 10 s (decisions §12): a ping after 5 s of silence,
+    // answered within 5 s
+    this.#ami = new AmiClient({ keepaliveMs: 5000, timeoutMs: 5000, ...options.ami, logger });
+    const ctx = {
+      dir: () => this.#dir,
+      emit: (event: PlatformEvent) => this.#batch.push(event),
+      now: () => options.clock.now(),
+    };
+    this.#agents = new AgentBook({
+      ...ctx,
+      clock: options.clock,
+      logger,
+      action: (action, fields) => this.#action(action, fields),
+    });
+    this.#calls = new CallTracker({ ...ctx, agents: this.#agents });
+    this.#writer = new ConfigWriter({
+      store,
+      dir: options.configDir,
+      logger,
+      reload: (modules) => this.#reload(modules),
+      isLeader: () => this.#leader,
+    });
+    this.#ami.onEvent((event) => this.#onEvent(event));
+    this.#ami.onConnect(() => this.#resync());
+    this.#ami.onDisconnect((reason) => {
+      this.#booted = Promise.withResolvers();
+      this.#statusVersion++;
+      logger.warn("Asterisk unreachable", { reason });
+    });
+  }
+
+  /** Connects to Asterisk, takes the lease when free, writes the configuration files. */
+  start(): void {
+    this.#timers.push(setInterval(() => this.#refresh(), this.options.directoryRefreshMs ?? 500));
+    this.#timers.push(setInterval(() => this.#takeLease(), LEASE_MS / 3));
+    void this.#refresh();
+    void this.#takeLease().then(() => {
+      if (!this.#closed) this.#writer.start();
+    });
+    this.#ami.start();
+  }
+
+  /** Logged in to the AMI right now. */
+  reachable(): boolean {
+    return this.#ami.connected;
+  }
+
+  dialNumber(
+    caller: UserRecord,
+    destination: string,
+    variables: CallVariables,
+  ): Promise<CallStarted> {
+    return this.#dialFromPhone(caller, destination, variables, (phone) => ({
+      exten: destination,
+      context: phone.context,
+    }));
+  }
+
+  /** The callee's extension, dialled in its own line's context: a user can always be reached. */
+  async dialUser(
+    caller: UserRecord,
+    callee: UserRecord,
+    variables: CallVariables,
+  ): Promise<CallStarted> {
+    const target = (await this.#directory()).phoneOfUser(callee.id);
+    if (!target) throw noLine(callee);
+    return await this.#dialFromPhone(caller, target.extension, variables, () => ({
+      exten: target.extension,
+      context: target.context,
+    }));
+  }
+
+  /**
+   * A Local channel waits in the queue (`svc-queue-out`) until an agent answers; the Originate
+   * then dials the destination from that agent's phone, in the queue's context.
+   */
+  async dialFromQueue(
+    _requester: UserRecord,
+    queue: QueueRecord,
+    destination: string,
+    variables: CallVariables,
+    callerId: { name: string | null; number: string | null },
+  ): Promise<CallStarted> {
+    const current = (await this.#directory()).queues.get(queue.id) ?? queue;
+    const shown = callerId.number ?? current.number ?? current.name;
+    const text = callerIdText(callerId.name ?? current.display_name ?? current.name, shown);
+    return await this.#originate({
+      kind: "from_queue",
+      context: current.context,
+      dialled: destination,
+      shownNumber: shown,
+      src: { userId: null, username: "", number: shown },
+      userData: usrVariables(variables),
+      originate: {
+        channel: `Local/${current.id}@svc-queue-out`,
+        exten: destination,
+        context: current.context,
+      },
+      queue: { id: current.id, number: current.number ?? current.name },
+    }, {
+      callerId: text,
+      timeoutMs: QUEUE_WAIT_MS,
+      variables,
+      // the destination sees the queue (not the agent who answered): svc-user sets it back
+      channelVariables: [`SVC_CALLERID=${text}`],
+    });
+  }
+
+  /** The destination is called first (a Local channel); once it answers it waits in the queue. */
+  async dialToQueue(
+    queue: QueueRecord,
+    destination: string,
+    callerIdNumber: string,
+    variables: CallVariables,
+  ): Promise<CallStarted> {
+    const current = (await this.#directory()).queues.get(queue.id) ?? queue;
+    return await this.#originate({
+      kind: "to_queue",
+      context: current.context,
+      dialled: destination,
+      shownNumber: callerIdNumber,
+      src: { userId: null, username: "", number: callerIdNumber },
+      userData: usrVariables(variables),
+      originate: {
+        channel: `Local/${destination}@${current.context}`,
+        exten: String(current.id),
+        context: "svc-queue-in",
+      },
+    }, {
+      callerId: callerIdText(callerIdNumber, callerIdNumber),
+      timeoutMs: QUEUE_WAIT_MS,
+      variables,
+    });
+  }
+
+  /**
+   * Writes the user's DND and forwards into the AstDB. The record is already stored: while the
+   * PBX is unreachable the change waits for the next connection, which writes every user's.
+   */
+  async userServicesChanged(user: UserRecord): Promise<void> {
+    this.#statusVersion++;
+    if (!this.#ami.connected) return; // the next connection writes every user's
+    try {
+      await writeKeys((action, fields) => this.#action(action, fields), userKeys(user));
+    } catch (error) {
+      // the connection was lost meanwhile: the next one writes every user's
+      if (!(error instanceof PlatformUnavailable)) throw error;
+    }
+  }
+
+  async agentLogin(agent: AgentRecord, extension: string, context: string): Promise<void> {
+    await this.#command(() => this.#agents.login(agent, extension, context));
+  }
+
+  async agentLogout(agentId: number): Promise<void> {
+    await this.#command(() => this.#agents.logout(agentId));
+  }
+
+  async agentPause(agentId: number, reason: string | null): Promise<void> {
+    await this.#command(() => this.#agents.pause(agentId, reason));
+  }
+
+  async agentUnpause(agentId: number): Promise<void> {
+    await this.#command(() => this.#agents.unpause(agentId));
+  }
+
+  agentPresence(agentId: number): Promise<AgentPresence> {
+    return Promise.resolve(this.#agents.presence(agentId));
+  }
+
+  /**
+   * A phone's status from its device state (decisions §12: Asterisk cannot tell a phone calling
+   * out from one talking, so 1 never shows); -1 with DND, for a device unavailable or unknown, and
+   * for every phone while the PBX is unreachable.
+   */
+  async phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>> {
+    const dir = await this.#loader.load({ recent: true });
+    return new Map(numbers.map((number) => [number, this.#status(dir, number)]));
+  }
+
+  /** Bumped by every AMI event that may change a status; null when the directory must be read. */
+  phoneStatusVersion(): number | null {
+    return this.#loader.recent() ? this.#statusVersion : null;
+  }
+
+  onEvents(listener: PlatformListener): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Disconnects (with a Logoff), stops every timer, gives the lease back. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const timer of this.#timers) clearInterval(timer);
+    this.#agents.close();
+    await this.#ami.close();
+    await this.#writer.close();
+    await this.#delivery;
+    if (this.#leader) {
+      await releaseLeaseAt(this.options.store, LEASE_KEY, this.#owner).catch(() => null);
+    }
+  }
+
+  /**
+   * Resolves once every event Asterisk sent before now is handled and handed to the listeners
+   * (a Ping's answer comes after them on the connection). For tests and benchmarks.
+   */
+  async settled(): Promise<void> {
+    if (this.#ami.connected) await this.#ami.action("Ping").catch(() => null);
+    await this.#delivery;
+  }
+
+  /** Resolves once the first connection's resync is done (tests and benchmarks start there). */
+  firstSync(): Promise<void> {
+    return this.#firstSync.promise;
+  }
+
+  /** The linkedIds of the calls in progress (tests). */
+  calls(): string[] {
+    return this.#calls.calls();
+  }
+
+  // --- commands ---------------------------------------------------------------------------------
+
+  /** Rings the caller's own phone first; once it answers the dialplan calls `exten`@`context`. */
+  async #dialFromPhone(
+    caller: UserRecord,
+    dialled: string,
+    variables: CallVariables,
+    target: (phone: Phone) => { exten: string; context: string },
+  ): Promise<CallStarted> {
+    const dir = await this.#directory();
+    const phone = dir.phoneOfUser(caller.id);
+    if (!phone?.interface) throw noLine(caller);
+    const user = dir.users.get(caller.id) ?? caller;
+    const { exten, context } = target(phone);
+    return await this.#originate({
+      kind: "user",
+      context,
+      dialled,
+      shownNumber: phone.extension,
+      src: { userId: caller.id, username: caller.username ?? "", number: phone.extension },
+      userData: usrVariables(variables),
+      originate: { channel: phone.interface, exten, context },
+      callerPhone: phone,
+    }, {
+      callerId: callerIdText(fullName(user), phone.extension),
+      timeoutMs: user.ring_seconds * 1000,
+      variables,
+    });
+  }
+
+  /**
+   * Registers the call (its linkedId is the ChannelId svc gives the first channel: Asterisk uses
+   * it as Uniqueid and Linkedid), then sends the Originate, asynchronous: its progress comes as
+   * events. A synchronous refusal (an extension that does not exist) is a refusal of the command.
+   */
+  async #originate(
+    init: Omit<NewCall, "linkedId">,
+    options: {
+      callerId: string;
+      timeoutMs: number;
+      variables: CallVariables;
+      channelVariables?: string[];
+    },
+  ): Promise<CallStarted> {
+    if (!this.#ami.connected) throw new PlatformUnavailable("not connected to Asterisk");
+    const linkedId = crypto.randomUUID();
+    const variables = [
+      // `__`: every leg of the call inherits them
+      ...Object.entries(usrVariables(options.variables)).map(([key, value]) => `__${key}=${value}`),
+      ...options.channelVariables ?? [],
+    ];
+    const call = this.#calls.start({ ...init, linkedId });
+    let response: AmiResponse;
+    try {
+      response = await this.#action("Originate", {
+        Channel: init.originate.channel,
+        Context: init.originate.context,
+        Exten: init.originate.exten,
+        Priority: "1",
+        CallerID: options.callerId,
+        Timeout: String(options.timeoutMs),
+        ChannelId: linkedId,
+        Variable: variables,
+        Async: "true",
+      }, (actionId) => call.originateId = actionId);
+    } catch (error) {
+      this.#calls.forget(linkedId);
+      if (error instanceof TypeError) {
+        throw new PlatformRefusal("bad_variables", "variables must hold no line break");
+      }
+      throw error;
+    }
+    if (!response.ok) {
+      this.#calls.forget(linkedId);
+      throw new PlatformRefusal("pbx_refused", pbxMessage("Originate", response));
+    }
+    return { linkedId };
+  }
+
+  /** An AMI action; not connected or connection lost: {@link PlatformUnavailable}. */
+  async #action(
+    action: string,
+    fields: Record<string, string | string[] | undefined> = {},
+    onActionId?: (actionId: string) => void,
+  ): Promise<AmiResponse> {
+    try {
+      return await this.#ami.action(action, fields, onActionId);
+    } catch (error) {
+      if (error instanceof AmiUnavailable) throw new PlatformUnavailable(error.message);
+      throw error;
+    }
+  }
+
+  /** Runs a command once the directory is fresh, handing over the events it caused. */
+  async #command(run: () => Promise<void>): Promise<void> {
+    if (!this.#ami.connected) throw new PlatformUnavailable("not connected to Asterisk");
+    await this.#directory();
+    try {
+      await run();
+    } finally {
+      this.#handOver();
+    }
+  }
+
+  /** The directory as stored now (a command must see the last configuration change). */
+  async #directory(): Promise<Directory> {
+    this.#dir = await this.#loader.load();
+    return this.#dir;
+  }
+
+  async #refresh(): Promise<void> {
+    try {
+      const dir = await this.#loader.load();
+      if (dir !== this.#dir) this.#statusVersion++;
+      this.#dir = dir;
+    } catch (error) {
+      this.options.logger.warn("directory not read", { error: String(error) });
+    }
+  }
+
+  async #reload(modules: string[]): Promise<void> {
+    for (const module of modules) {
+      const response = await this.#action("Reload", { Module: module });
+      if (!response.ok) throw new Error(pbxMessage(`Reload ${module}`, response));
+    }
+  }
+
+  // --- events -----------------------------------------------------------------------------------
+
+  /** One AMI event: handled at once, in arrival order; what it caused is handed over. */
+  #onEvent(event: AmiMessage): void {
+    try {
+      switch (event.event) {
+        case "DeviceStateChange":
+          this.#devices.set(event.get("Device") ?? "", event.get("State") ?? "");
+          this.#statusVersion++;
+          break;
+        case "QueueMemberAdded":
+          this.#agents.memberPresent(event);
+          break;
+        case "QueueMemberRemoved":
+          this.#agents.memberRemoved(event);
+          break;
+        case "QueueMemberPause":
+          this.#agents.memberPaused(event);
+          break;
+        case "FullyBooted":
+          this.#booted.resolve();
+          break;
+        case "Shutdown":
+          this.options.logger.warn("Asterisk is shutting down", {
+            restart: event.get("Restart"),
+          });
+          break;
+        default:
+          if (this.#calls.handle(event)) this.#statusVersion++;
+      }
+    } catch (error) {
+      // a PBX sending what svc does not expect must never stop the others' events
+      this.options.logger.error("AMI event not handled", {
+        event: event.event,
+        error: String(error),
+        stack: (error as Error)?.stack,
+      });
+    }
+    this.#handOver();
+  }
+
+  /**
+   * Hands the batch to the listeners, in order, one batch at a time: phone and agent events,
+   * then the finished calls' history, as the simulator does. Only the lease holder does.
+   */
+  #handOver(): void {
+    const events = this.#batch;
+    if (!events.length) return;
+    this.#batch = [];
+    if (!this.#leader) return;
+    const batches = [
+      events.filter((event) => event.kind !== "call_ended"),
+      events.filter((event) => event.kind === "call_ended"),
+    ].filter((batch) => batch.length);
+    this.#delivery = this.#delivery.then(async () => {
+      for (const batch of batches) {
+        for (const listener of this.#listeners) {
+          try {
+            await listener(batch);
+          } catch (error) {
+            this.options.logger.error("platform listener failed", {
+              error: String(error),
+              events: batch.length,
+            });
+          }
+        }
+      }
+    });
+  }
+
+  /**
+   * After each login: what svc shows is read again from Asterisk (device states, channels, queue
+   * members), the AstDB is brought in line with the user records, and the configuration files
+   * are written (and reloaded) if a write failed meanwhile.
+   */
+  async #resync(): Promise<void> {
+    const logger = this.options.logger;
+    try {
+      const booted = await within(this.#booted.promise, BOOT_WAIT_MS);
+      if (!booted) logger.warn("no FullyBooted from Asterisk: resync anyway");
+      await this.#directory();
+      const devices = await this.#action("DeviceStateList");
+      this.#devices.clear();
+      for (const item of devices.items) {
+        this.#devices.set(item.get("Device") ?? "", item.get("State") ?? "");
+      }
+      const channels = await this.#action("CoreShowChannels");
+      this.#calls.resync(new Set(channels.items.map((item) => item.get("Uniqueid") ?? "")));
+      this.#handOver();
+      const members = await this.#action("QueueStatus");
+      await this.#agents.resync(members.items.filter((item) => item.event === "QueueMember"));
+      this.#handOver();
+      await this.#syncAstdb();
+      this.#statusVersion++;
+      if (this.#leader) await this.#writer.sync();
+      logger.info("Asterisk connected", { devices: devices.items.length });
+    } catch (error) {
+      this.#handOver();
+      logger.error("resync with Asterisk failed", { error: String(error) });
+    }
+    this.#firstSync.resolve();
+  }
+
+  /** Writes the AstDB keys that differ from the user records (all users, at each connection). */
+  async #syncAstdb(): Promise<void> {
+    const tree = await this.#action("DBGetTree", { Family: ASTDB_FAMILY });
+    const current = tree.items.map((item) => ({
+      key: item.get("Key") ?? "",
+      value: item.get("Val") ?? "",
+    }));
+    const writes = keysToWrite(current, await users.all(this.options.store));
+    await writeKeys((action, fields) => this.#action(action, fields), writes);
+  }
+
+  async #takeLease(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      const { held } = await takeLeaseAt(
+        this.options.store,
+        LEASE_KEY,
+        this.#owner,
+        this.options.clock.now(),
+        LEASE_MS,
+      );
+      if (held && !this.#leader) this.options.logger.info("platform lease taken");
+      this.#leader = held;
+    } catch (error) {
+      this.#leader = false; // the store failed: the lease may lapse, another process takes over
+      this.options.logger.warn("platform lease not renewed", { error: String(error) });
+    }
+  }
+
+  #status(dir: Directory, number: string): PhoneStatus {
+    const phone = dir.phoneAt(number, "default");
+    if (!phone) return -2;
+    const user = phone.userId === null ? undefined : dir.users.get(phone.userId);
+    if (user?.services.dnd.enabled || !this.#ami.connected) return -1;
+    return DEVICE_STATUS[this.#devices.get(phone.interface ?? "") ?? ""] ?? -1;
+  }
+}
+
+/** True when `promise` settles within `ms`, false after; no timer is left either way. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms));
+  try {
+    return await Promise.race([promise.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const noLine = (user: UserRecord) =>
+  new PlatformRefusal("no_line", `user ${user.username ?? user.id} has no line`);
+
+const fullName = (user: UserRecord) =>
+  [user.firstname, user.lastname].filter((part) => part).join(" ");
+
+/** `"Name" <number>`, the quotes and brackets of the name left out. */
+const callerIdText = (name: string, number: string) =>
+  `"${name.replace(/["<>\\]/g, "")}" <${number}>`;

@@ -1,0 +1,158 @@
+/**
+ * Plays a scenario of `scenarios.ts` on either adapter: on the simulator in virtual time, or on
+ * the Asterisk adapter connected to a replay of the recorded AMI session; and checks that it gave
+ * exactly the scenario's events (phone and agent, interleaved, in order) and history records.
+ */
+import assert from "node:assert/strict";
+import type { CallStarted, PlatformEvent } from "../../../lib/platform/port.ts";
+import { setup, type TestContext } from "../../helpers.ts";
+import { type AmiReplayOptions, CLIENT_DRIVEN, startAmiReplay } from "../../peers/ami_replay.ts";
+import { asteriskContext } from "./asterisk/fixtures.ts";
+import { scenarioWorld } from "./fixtures.ts";
+import {
+  type AgentLine,
+  type HistoryLine,
+  type PhoneLine,
+  type Scenario,
+  type World,
+} from "./scenarios.ts";
+
+interface Outcome {
+  events: PlatformEvent[];
+  /** What each dial command answered, in order. */
+  started: CallStarted[];
+}
+
+/** Every event handed to the platform's listeners, in order. */
+export function capture(ctx: TestContext): PlatformEvent[] {
+  const events: PlatformEvent[] = [];
+  ctx.services.platform.onEvents((batch) => {
+    events.push(...batch);
+    return Promise.resolve();
+  });
+  return events;
+}
+
+const isStarted = (value: unknown): value is CallStarted =>
+  typeof value === "object" && value !== null && "linkedId" in value;
+
+export async function onSimulator(scenario: Scenario): Promise<Outcome & { w: World }> {
+  const ctx = await setup();
+  const w = await scenarioWorld(ctx);
+  const sim = ctx.services.sim!;
+  for (const extension of ["1001", "1002", "1003"]) {
+    await sim.setPolicy(extension, { policy: "manual" });
+  }
+  for (const [extension, policy] of Object.entries(scenario.policies ?? {})) {
+    await sim.setPolicy(extension, { policy });
+  }
+  const events = capture(ctx);
+  const started: CallStarted[] = [];
+  const phones = {
+    act: (extension: string, action: Parameters<typeof sim.act>[1]) => sim.act(extension, action),
+    policy: async (extension: string, policy: "auto" | "manual" | "busy" | "unavailable") => {
+      await sim.setPolicy(extension, { policy });
+    },
+    advance: (ms: number) => ctx.clock.advance(ms),
+  };
+  for (const step of scenario.steps) {
+    const result = await step.command(w);
+    if (isStarted(result)) started.push(result);
+    await step.phones?.(phones);
+  }
+  await sim.close();
+  return { events, started, w };
+}
+
+export async function onAsterisk(
+  scenario: Scenario,
+  faults: Partial<AmiReplayOptions> = {},
+): Promise<Outcome & { w: World }> {
+  const replay = await startAmiReplay({
+    connections: [scenario.transcript],
+    auto: (action, index) =>
+      scenario.autoSends?.includes(index) ||
+      !CLIENT_DRIVEN.has((action.get("Action") ?? "").toLowerCase()),
+    ...faults,
+  });
+  const t = await asteriskContext(replay.port);
+  try {
+    const events = capture(t.ctx);
+    t.platform.start();
+    await t.platform.firstSync();
+    await replay.waiting();
+    const started: CallStarted[] = [];
+    for (const step of scenario.steps) {
+      const result = await step.command(t.w);
+      if (isStarted(result)) started.push(result);
+      await replay.waiting();
+      await t.platform.settled();
+    }
+    return { events, started, w: t.w };
+  } finally {
+    await t.close();
+    await replay.close();
+  }
+}
+
+/** The events as the table writes them: calls and legs numbered by order of appearance. */
+function lines(events: PlatformEvent[]): (PhoneLine | AgentLine)[] {
+  const calls = new Map<string, number>();
+  const legs = new Map<string, number>();
+  const number = (map: Map<string, number>, id: string) => {
+    if (!map.has(id)) map.set(id, map.size + 1);
+    return map.get(id)!;
+  };
+  return events.flatMap((event): (PhoneLine | AgentLine)[] => {
+    if (event.kind === "phone") {
+      return [[
+        event.username,
+        event.eventType,
+        event.DN,
+        event.otherDN,
+        number(calls, event.linkedId),
+        number(legs, event.uniqueId),
+      ]];
+    }
+    if (event.kind === "agent") {
+      return [["agent", event.name, event.agentNumber, event.phoneNb, event.username]];
+    }
+    return [];
+  });
+}
+
+function historyLines(events: PlatformEvent[], w: World): HistoryLine[] {
+  const names = new Map([w.alice, w.bob, w.carol].map((user) => [user.id, user.username!]));
+  return events.flatMap((event) =>
+    event.kind === "call_ended"
+      ? event.records.map((record): HistoryLine => [
+        names.get(record.userId) ?? String(record.userId),
+        record.status,
+        record.srcUsername,
+        record.dstUsername,
+        record.srcNum,
+        record.dstNum,
+        record.answeredMs !== null,
+      ])
+      : []
+  );
+}
+
+/** The scenario's events and history, the variables on every phone event, the dials' linkedIds. */
+export function check(scenario: Scenario, { events, started, w }: Outcome & { w: World }): void {
+  assert.deepEqual(lines(events), scenario.events);
+  assert.deepEqual(historyLines(events, w), scenario.history);
+  const usr = Object.fromEntries(
+    Object.entries(scenario.variables ?? {}).map(([key, value]) => [`USR_${key}`, value]),
+  );
+  const linkedIds = new Set<string>();
+  for (const event of events) {
+    if (event.kind !== "phone") continue;
+    linkedIds.add(event.linkedId);
+    assert.deepEqual(event.userData, { PLATFORM_USERID: String(event.userId), ...usr });
+  }
+  for (const { linkedId } of started) {
+    // a dial whose events all went to nobody (none here) would not show: every one does
+    assert.ok(linkedIds.has(linkedId), `events of the call ${linkedId}`);
+  }
+}

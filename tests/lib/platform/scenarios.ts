@@ -1,0 +1,478 @@
+/**
+ * The scenario table both platform adapters are tested with (DESIGN.md: the same scenario gives
+ * the same events on both). Each scenario is one of the real sessions recorded on Asterisk 22
+ * (`shared/peers/asterisk/transcripts/`): the commands svc sends, and what the phones did — played
+ * by the simulated phones on the simulator, by the recording on the Asterisk adapter. The
+ * expected events are written once and must come out of both, in order.
+ *
+ * Everybody is built through `/1.1` alike: alice 1001, bob 1002, carol 1003 (SIP endpoints of the
+ * same names, context `default`), queue `support` 3001 holding agent 8001, and the recorded
+ * phones answer or not as each scenario says.
+ */
+import type { Services } from "../../../lib/services.ts";
+import type { PhoneEventType } from "../../../lib/platform/port.ts";
+import type { AgentRecord } from "../../../lib/store/agents.ts";
+import type { QueueRecord } from "../../../lib/store/queues.ts";
+import type { UserRecord } from "../../../lib/store/users.ts";
+import { setDnd, setForward } from "../../../lib/user_services.ts";
+
+/** What a scenario works with, on either adapter. */
+export interface World {
+  services: Services;
+  alice: UserRecord;
+  bob: UserRecord;
+  carol: UserRecord;
+  agent: AgentRecord;
+  queue: QueueRecord;
+}
+
+/** The simulated phones, for the simulator's half of a step. */
+export interface SimPhones {
+  act(extension: string, action: "answer" | "reject" | "hangup" | "hold" | "resume"): Promise<void>;
+  policy(extension: string, policy: "auto" | "manual" | "busy" | "unavailable"): Promise<void>;
+  /** Moves virtual time on (a phone ringing out). */
+  advance(ms: number): Promise<void>;
+}
+
+export interface Step {
+  /** What svc is asked, as its routes ask it; a dial answers its `CallStarted`. */
+  command(w: World): Promise<unknown>;
+  /** What the phones did next in the recording, played on the simulated phones. */
+  phones?(sim: SimPhones): Promise<void>;
+}
+
+/** A phone event: username, type, DN, otherDN, then its call and its leg by order of appearance. */
+export type PhoneLine = [string, PhoneEventType, string, string, number, number];
+/** An agent event: its name, the agent's number, phoneNb, username. */
+export type AgentLine = ["agent", string, string, string, string];
+/** A history record: whose, status, src and dst username, src and dst number, answered. */
+export type HistoryLine = [string, string, string, string, string, string, boolean];
+
+export interface Scenario {
+  name: string;
+  /** The recorded session (`shared/peers/asterisk/transcripts/<name>.jsonl`). */
+  transcript: string;
+  /** Recorded sends the replay plays by itself beyond the usual ones (index among sends). */
+  autoSends?: number[];
+  /** Phones whose policy is not `manual` on the simulator. */
+  policies?: Record<string, "auto" | "manual" | "busy" | "unavailable">;
+  /** Dial variables, reported as `USR_`. */
+  variables?: Record<string, string>;
+  steps: Step[];
+  events: (PhoneLine | AgentLine)[];
+  history: HistoryLine[];
+}
+
+const crm = { crm: "42", ticket: "T-1001" };
+
+/** A dial from alice to `number`. */
+const aliceDials = (number: string, variables = crm): Step["command"] => (w) =>
+  w.services.platform.dialNumber(w.alice, number, variables);
+
+const logIn = (extension: string): Step => ({
+  command: (w) => w.services.platform.agentLogin(w.agent, extension, "default"),
+});
+const logOut: Step = { command: (w) => w.services.platform.agentLogout(w.agent.id) };
+
+export const SCENARIOS: Scenario[] = [
+  {
+    name: "dial user: both answer, the callee hangs up",
+    transcript: "02-dial-answered",
+    variables: crm,
+    steps: [{
+      command: (w) => w.services.platform.dialUser(w.alice, w.bob, crm),
+      phones: async (sim) => {
+        await sim.act("1001", "answer");
+        await sim.act("1002", "answer");
+        await sim.act("1002", "hangup");
+      },
+    }],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["bob", "EventEstablished", "1002", "1001", 1, 2],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
+      ["bob", "answered", "alice", "bob", "1001", "1002", true],
+    ],
+  },
+  {
+    name: "dial number: an outside number answers, the caller hangs up",
+    transcript: "03-dial-outside-number",
+    variables: crm,
+    policies: { external: "manual" },
+    steps: [{
+      command: aliceDials("0612345678"),
+      phones: async (sim) => {
+        await sim.act("1001", "answer");
+        await sim.act("external", "answer");
+        await sim.act("1001", "hangup");
+      },
+    }],
+    events: [
+      ["alice", "EventDialing", "1001", "0612345678", 1, 1],
+      ["alice", "EventEstablished", "1001", "0612345678", 1, 1],
+      ["alice", "EventReleased", "1001", "0612345678", 1, 1],
+    ],
+    history: [["alice", "emitted", "alice", "", "1001", "0612345678", true]],
+  },
+  {
+    name: "the caller's own phone does not answer, then rejects: EventFailure, no history",
+    transcript: "04-caller-no-answer",
+    variables: crm,
+    steps: [
+      { command: aliceDials("1002"), phones: (sim) => sim.advance(30_000) },
+      { command: aliceDials("1002"), phones: (sim) => sim.act("1001", "reject") },
+    ],
+    events: [
+      ["alice", "EventFailure", "1001", "1002", 1, 1],
+      ["alice", "EventFailure", "1001", "1002", 2, 2],
+    ],
+    history: [],
+  },
+  {
+    name: "unregistered phones: the caller's fails; a callee's never rings",
+    transcript: "05-caller-unregistered",
+    autoSends: [2], // the recorder's synchronous Originate: svc always sends them asynchronous
+    variables: crm,
+    policies: { "1003": "unavailable" },
+    steps: [
+      { command: (w) => w.services.platform.dialNumber(w.carol, "1001", crm) },
+      { command: aliceDials("1003"), phones: (sim) => sim.act("1001", "answer") },
+    ],
+    events: [
+      ["carol", "EventFailure", "1003", "1001", 1, 1],
+      ["alice", "EventDialing", "1001", "1003", 2, 2],
+      ["alice", "EventReleased", "1001", "1003", 2, 2],
+    ],
+    history: [["alice", "emitted", "alice", "carol", "1001", "1003", false]],
+  },
+  {
+    name: "the callee rejects: released, then the caller fails",
+    transcript: "06-callee-busy",
+    variables: crm,
+    steps: [{
+      command: aliceDials("1002"),
+      phones: async (sim) => {
+        await sim.act("1001", "answer");
+        await sim.act("1002", "reject");
+      },
+    }],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["alice", "EventFailure", "1001", "1002", 1, 1],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "1002", false],
+      ["bob", "missed", "alice", "bob", "1001", "1002", false],
+    ],
+  },
+  {
+    name: "the callee does not answer: a missed call",
+    transcript: "07-callee-no-answer",
+    variables: crm,
+    steps: [{
+      command: aliceDials("1002"),
+      phones: async (sim) => {
+        await sim.act("1001", "answer");
+        await sim.advance(30_000);
+      },
+    }],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "1002", false],
+      ["bob", "missed", "alice", "bob", "1001", "1002", false],
+    ],
+  },
+  {
+    name: "DND: the caller fails, the callee's phone never rings",
+    transcript: "08-dnd",
+    variables: crm,
+    steps: [
+      { command: (w) => setDnd(w.services, w.bob.id, true) },
+      { command: aliceDials("1002"), phones: (sim) => sim.act("1001", "answer") },
+    ],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["alice", "EventFailure", "1001", "1002", 1, 1],
+    ],
+    history: [["alice", "emitted", "alice", "bob", "1001", "1002", false]],
+  },
+  {
+    name: "unconditional forward: the call goes to the destination",
+    transcript: "09-forward-unconditional",
+    variables: crm,
+    steps: [
+      {
+        command: (w) =>
+          setForward(w.services, w.bob.id, "unconditional", {
+            enabled: true,
+            destination: "1003",
+          }),
+      },
+      {
+        command: aliceDials("1002"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("1003", "answer");
+          await sim.act("1003", "hangup");
+        },
+      },
+    ],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["carol", "EventRinging", "1003", "1001", 1, 2],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["carol", "EventEstablished", "1003", "1001", 1, 2],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["carol", "EventReleased", "1003", "1001", 1, 2],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "carol", "1001", "1002", true],
+      ["carol", "answered", "alice", "carol", "1001", "1003", true],
+    ],
+  },
+  {
+    name: "busy forward: the callee rejects, the call goes on to the destination",
+    transcript: "10-forward-busy",
+    variables: crm,
+    steps: [
+      {
+        command: (w) =>
+          setForward(w.services, w.bob.id, "busy", { enabled: true, destination: "1003" }),
+      },
+      {
+        command: aliceDials("1002"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("1002", "reject");
+          await sim.act("1003", "answer");
+          await sim.act("1001", "hangup");
+        },
+      },
+    ],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["carol", "EventRinging", "1003", "1001", 1, 3],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["carol", "EventEstablished", "1003", "1001", 1, 3],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["carol", "EventReleased", "1003", "1001", 1, 3],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "carol", "1001", "1002", true],
+      ["bob", "missed", "alice", "bob", "1001", "1002", false],
+      ["carol", "answered", "alice", "carol", "1001", "1003", true],
+    ],
+  },
+  {
+    name: "no-answer forward: the callee rings out, the call goes on to the destination",
+    transcript: "11-forward-noanswer",
+    variables: crm,
+    steps: [
+      {
+        command: (w) =>
+          setForward(w.services, w.bob.id, "noanswer", { enabled: true, destination: "1003" }),
+      },
+      {
+        command: aliceDials("1002"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.advance(30_000);
+          await sim.act("1003", "answer");
+          await sim.act("1003", "hangup");
+        },
+      },
+    ],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["carol", "EventRinging", "1003", "1001", 1, 3],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["carol", "EventEstablished", "1003", "1001", 1, 3],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["carol", "EventReleased", "1003", "1001", 1, 3],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "carol", "1001", "1002", true],
+      ["bob", "missed", "alice", "bob", "1001", "1002", false],
+      ["carol", "answered", "alice", "carol", "1001", "1003", true],
+    ],
+  },
+  {
+    name: "agent: login, a queue call, pause, a call waiting for the unpause, logout",
+    transcript: "12-queue-agent",
+    variables: crm,
+    steps: [
+      logIn("1002"),
+      {
+        command: aliceDials("3001"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("1002", "answer");
+          await sim.act("1002", "hangup");
+        },
+      },
+      { command: (w) => w.services.platform.agentPause(w.agent.id, "lunch") },
+      { command: aliceDials("3001"), phones: (sim) => sim.act("1001", "answer") },
+      {
+        command: (w) => w.services.platform.agentUnpause(w.agent.id),
+        phones: async (sim) => {
+          await sim.act("1002", "answer");
+          await sim.act("1001", "hangup");
+        },
+      },
+      logOut,
+    ],
+    events: [
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["alice", "EventDialing", "1001", "3001", 1, 1],
+      ["agent", "AgentRinging", "8001", "1002", "bob"],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["alice", "EventEstablished", "1001", "3001", 1, 1],
+      ["bob", "EventEstablished", "1002", "1001", 1, 2],
+      ["alice", "EventReleased", "1001", "3001", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["agent", "AgentOnWrapup", "8001", "1002", "bob"],
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentOnPause", "8001", "1002", "bob"],
+      ["alice", "EventDialing", "1001", "3001", 2, 3],
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentRinging", "8001", "1002", "bob"],
+      ["bob", "EventRinging", "1002", "1001", 2, 4],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["alice", "EventEstablished", "1001", "3001", 2, 3],
+      ["bob", "EventEstablished", "1002", "1001", 2, 4],
+      ["alice", "EventReleased", "1001", "3001", 2, 3],
+      ["bob", "EventReleased", "1002", "1001", 2, 4],
+      ["agent", "AgentOnWrapup", "8001", "1002", "bob"],
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "3001", true],
+      ["bob", "answered", "alice", "bob", "1001", "3001", true],
+      ["alice", "emitted", "alice", "bob", "1001", "3001", true],
+      ["bob", "answered", "alice", "bob", "1001", "3001", true],
+    ],
+  },
+  {
+    name: "dial to queue: the destination answers, then waits for the agent",
+    transcript: "13-dial-to-queue",
+    variables: crm,
+    steps: [
+      logIn("1002"),
+      {
+        command: (w) => w.services.platform.dialToQueue(w.queue, "1003", "3001", crm),
+        phones: async (sim) => {
+          await sim.act("1003", "answer");
+          await sim.act("1002", "answer");
+          await sim.act("1003", "hangup");
+        },
+      },
+      logOut,
+    ],
+    events: [
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["carol", "EventRinging", "1003", "3001", 1, 1],
+      ["carol", "EventEstablished", "1003", "3001", 1, 1],
+      ["agent", "AgentRinging", "8001", "1002", "bob"],
+      ["bob", "EventRinging", "1002", "1003", 1, 2],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["bob", "EventEstablished", "1002", "1003", 1, 2],
+      ["carol", "EventReleased", "1003", "3001", 1, 1],
+      ["bob", "EventReleased", "1002", "1003", 1, 2],
+      ["agent", "AgentOnWrapup", "8001", "1002", "bob"],
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
+    ],
+    history: [
+      ["carol", "answered", "", "carol", "3001", "1003", true],
+      ["bob", "answered", "", "bob", "3001", "3001", true],
+    ],
+  },
+  {
+    name: "dial from queue: the agent answers, then the destination is called",
+    transcript: "14-dial-from-queue",
+    variables: crm,
+    steps: [
+      logIn("1002"),
+      {
+        command: (w) =>
+          w.services.platform.dialFromQueue(w.alice, w.queue, "1003", crm, {
+            name: null,
+            number: null,
+          }),
+        phones: async (sim) => {
+          await sim.act("1002", "answer");
+          await sim.act("1003", "answer");
+          await sim.act("1003", "hangup");
+        },
+      },
+      logOut,
+    ],
+    events: [
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentRinging", "8001", "1002", "bob"],
+      ["bob", "EventRinging", "1002", "1003", 1, 1],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["bob", "EventDialing", "1002", "1003", 1, 1],
+      ["carol", "EventRinging", "1003", "3001", 1, 2],
+      ["bob", "EventEstablished", "1002", "1003", 1, 1],
+      ["carol", "EventEstablished", "1003", "3001", 1, 2],
+      ["bob", "EventReleased", "1002", "1003", 1, 1],
+      ["carol", "EventReleased", "1003", "3001", 1, 2],
+      ["agent", "AgentOnWrapup", "8001", "1002", "bob"],
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
+    ],
+    history: [
+      ["bob", "emitted", "bob", "carol", "1002", "1003", true],
+      ["carol", "answered", "bob", "carol", "1002", "1003", true],
+    ],
+  },
+  {
+    name: "hold and resume by the caller",
+    transcript: "16-hold",
+    variables: crm,
+    steps: [{
+      command: aliceDials("1002"),
+      phones: async (sim) => {
+        await sim.act("1001", "answer");
+        await sim.act("1002", "answer");
+        await sim.act("1001", "hold");
+        await sim.act("1001", "resume");
+        await sim.act("1001", "hangup");
+      },
+    }],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["bob", "EventEstablished", "1002", "1001", 1, 2],
+      ["alice", "EventOnHold", "1001", "1002", 1, 1],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
+      ["bob", "answered", "alice", "bob", "1001", "1002", true],
+    ],
+  },
+];
