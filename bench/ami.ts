@@ -1,6 +1,6 @@
 /**
  * AMI parser throughput: the recv streams of every recorded Asterisk session
- * (`shared/peers/asterisk/transcripts/`, banners left out) concatenated and repeated to about
+ * (`tests/peers/asterisk_transcripts/`, banners left out) concatenated and repeated to about
  * 200,000 messages, fed to `AmiParser` in 64 KiB chunks. The baseline, measured in the same run
  * over the same chunks, only decodes them and counts message ends with `indexOf`.
  *
@@ -8,7 +8,7 @@
  */
 import { AmiParser } from "../lib/platform/asterisk/ami_message.ts";
 
-const transcripts = new URL("../../shared/peers/asterisk/transcripts/", import.meta.url);
+const transcripts = new URL("../tests/peers/asterisk_transcripts/", import.meta.url);
 
 /** The recorded messages of every transcript (banners left out), in file order. */
 async function recordedMessages(): Promise<string[]> {

@@ -6,7 +6,10 @@
  * Also measured, without wrk: events delivered per second by the event export (decisions §7) to
  * a local `Deno.serve` receiver in this process, from a store file holding 20,000 due events; and
  * the time from `POST /dial/number` on the real server to its first event (`EventDialing`) at a
- * receiver in this process (simulated phones answering at once: `SVC_SIM_ANSWER_MS=0`).
+ * receiver in this process (simulated phones answering at once: `SVC_SIM_ANSWER_MS=0`); the same on
+ * the Asterisk adapter (`SVC_PLATFORM=asterisk`) against the test AMI server replaying the recorded
+ * dial of `02-dial-answered`; and the AMI parser's messages per second next to a bare decode-and-split
+ * baseline (`bench/ami.ts`).
  *
  * Personal contacts: the list view of a CTI user with 20 contacts under wrk, and the times to
  * import a 10,000-line CSV (plain body) and to export those 10,000 contacts, for another CTI user.
@@ -16,6 +19,8 @@
  * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
  */
 import { fileURLToPath } from "node:url";
+import { startAmiReplay } from "../tests/peers/ami_replay.ts";
+import { amiParserBench } from "./ami.ts";
 import { systemClock } from "../lib/clock.ts";
 import { EventExport } from "../lib/events/export.ts";
 import { type EventMessage, platformMessage } from "../lib/events/messages.ts";
@@ -41,6 +46,9 @@ interface Servers {
   /** Where the real server posts its events. */
   events: ReturnType<typeof dialingReceiver>;
 }
+
+/** One real server: its URL, an administrator's token, its event receiver. */
+type Svc = Omit<Servers, "hello">;
 
 interface Scenario {
   name: string;
@@ -157,25 +165,69 @@ async function dialLatency(servers: Servers, count = 30): Promise<void> {
   const csv = "firstname,lastname,username,password,line_protocol,context,exten\n" +
     "Dial,Bench,dialer,dialer-password,sip,default,1999\n";
   await call(servers, "POST", "/1.1/users/import", csv, "text/csv");
+  const dial = {
+    path: "/svc/api/2.0/dial/number/dialer",
+    body: { destination: "+33 6 12 34 56 78" },
+  };
+  const { p50, p90 } = await timeDials(servers, "dialer", dial, count);
+  latencies.push({
+    name:
+      `POST /dial/number → first event at the receiver (${count} dials, phones answering at once)`,
+    p50,
+    p90,
+  });
+}
+
+/**
+ * The same on the Asterisk adapter: a second server with `SVC_PLATFORM=asterisk` connected to the
+ * test AMI server replaying the recorded dial of `02-dial-answered` for each Originate.
+ */
+async function asteriskDialLatency(stack: AsyncDisposableStack, count = 30): Promise<void> {
+  const replay = await startAmiReplay({ connections: ["02-dial-answered"], loop: [1, 1] });
+  stack.defer(() => replay.close());
+  const configDir = await Deno.makeTempDir({ prefix: "svc-bench-asterisk-" });
+  stack.defer(() => Deno.remove(configDir, { recursive: true }));
+  const servers = await startSvc(stack, {
+    SVC_PLATFORM: "asterisk",
+    SVC_AMI_PORT: String(replay.port),
+    SVC_AMI_USERNAME: "admin",
+    SVC_AMI_SECRET: "admin",
+    SVC_ASTERISK_CONFIG_DIR: configDir,
+    SVC_KV: ":memory:",
+  }, "/ready");
+  const csv = "firstname,username,password,line_protocol,context,exten,sip_username\n" +
+    "Alice,alice,alice-password,sip,default,1001,alice\n" +
+    "Bob,bob,bob-password,sip,default,1002,bob\n";
+  await call(servers, "POST", "/1.1/users/import", csv, "text/csv");
+  const dial = { path: "/svc/api/2.0/dial/user/alice", body: { username: "bob" } };
+  const { p50, p90 } = await timeDials(servers, "alice", dial, count);
+  latencies.push({
+    name: `Asterisk: POST /dial/user → first event at the receiver (${count} dials, replayed AMI)`,
+    p50,
+    p90,
+  });
+}
+
+/** Logs `username` in, then times `count` dials to their `EventDialing` at the receiver. */
+async function timeDials(
+  servers: Svc,
+  username: string,
+  dial: { path: string; body: unknown },
+  count: number,
+): Promise<{ p50: number; p90: number }> {
   const login = await fetch(`${servers.svc}/svc/api/2.0/auth/login`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ login: "dialer", password: "dialer-password" }),
+    body: JSON.stringify({ login: username, password: `${username}-password` }),
     signal: bounded(10_000),
   });
-  if (!login.ok) throw new BenchError(`dialer login: ${login.status} ${await login.text()}`);
+  if (!login.ok) throw new BenchError(`${username} login: ${login.status} ${await login.text()}`);
   await login.body?.cancel();
   const samples: number[] = [];
   for (let n = 0; n < count; n++) {
     const dialing = servers.events.nextDialing();
     const started = performance.now();
-    await call(
-      servers,
-      "POST",
-      "/svc/api/2.0/dial/number/dialer",
-      JSON.stringify({ destination: "+33 6 12 34 56 78" }),
-      "application/json",
-    );
+    await call(servers, "POST", dial.path, JSON.stringify(dial.body), "application/json");
     const timeout = bounded(10_000);
     const arrived = await Promise.race([
       dialing,
@@ -187,19 +239,14 @@ async function dialLatency(servers: Servers, count = 30): Promise<void> {
   }
   samples.sort((a, b) => a - b);
   const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
-  latencies.push({
-    name:
-      `POST /dial/number → first event at the receiver (${count} dials, phones answering at once)`,
-    p50: at(0.5),
-    p90: at(0.9),
-  });
+  return { p50: at(0.5), p90: at(0.9) };
 }
 
 /** Latencies measured outside wrk, printed after the table. */
 const latencies: { name: string; p50: number; p90: number }[] = [];
 
 /** Calls the real server as the administrator; a non-2xx answer stops the bench. */
-async function call(servers: Servers, method: string, path: string, body: string, type: string) {
+async function call(servers: Svc, method: string, path: string, body: string, type: string) {
   const response = await fetch(`${servers.svc}${path}`, {
     method,
     headers: { Authorization: `Bearer ${servers.adminToken}`, "Content-Type": type },
@@ -469,25 +516,34 @@ async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
     "bench/hello_server.ts",
     `${helloPort}`,
   ]);
+  await waitReady(`${hello}/`, helloServer);
+  const svc = await startSvc(stack, { SVC_SIM_ANSWER_MS: "0", SVC_SIM_TALK_MS: "0", SVC_KV: kv });
+  return { ...svc, hello };
+}
 
+/**
+ * Starts the real server with `env` on a free port, its events posted to a receiver of its own,
+ * and answers it once `readyPath` answers, with an administrator's token.
+ */
+async function startSvc(
+  stack: AsyncDisposableStack,
+  env: Record<string, string>,
+  readyPath = "/health",
+): Promise<Svc> {
   const svcPort = freePort();
   const svc = `http://127.0.0.1:${svcPort}`;
   const events = dialingReceiver();
   stack.defer(() => events.close());
   const svcServer = startDeno(stack, ["run", "--allow-all", "main.ts"], {
     SVC_EVENT_URL: events.url,
-    SVC_SIM_ANSWER_MS: "0",
-    SVC_SIM_TALK_MS: "0",
-    SVC_KV: kv,
     SVC_PORT: `${svcPort}`,
     SVC_HOSTNAME: "127.0.0.1",
     SVC_LOG_LEVEL: "warn",
     SVC_ADMIN_LOGIN: admin.login,
     SVC_ADMIN_PASSWORD: admin.password,
+    ...env,
   });
-
-  await waitReady(`${hello}/`, helloServer);
-  await waitReady(`${svc}/health`, svcServer);
+  await waitReady(`${svc}${readyPath}`, svcServer);
   const response = await fetch(`${svc}/svc/api/2.0/auth/webservice`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -498,7 +554,7 @@ async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
     throw new BenchError(`admin login: ${response.status} ${await response.text()}`);
   }
   const { token } = await response.json();
-  return { hello, svc, adminToken: token, events };
+  return { svc, adminToken: token, events };
 }
 
 /** One request through fetch, so a wrong target fails clearly instead of measuring errors. */
@@ -608,6 +664,11 @@ async function main(): Promise<void> {
   await eventDelivery();
   console.log("- from POST /dial/number to the first event");
   await dialLatency(servers);
+  console.log("- the same on the Asterisk adapter, against the replayed AMI session");
+  await asteriskDialLatency(stack);
+  console.log("- AMI parser throughput");
+  const parsed = await amiParserBench();
+  for (const { name, count, ms } of parsed) rates.push({ name: `AMI ${name}`, count, ms });
   console.log();
   printTable(results);
   console.log();

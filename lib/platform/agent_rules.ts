@@ -24,6 +24,21 @@ export interface AgentView {
   state: AgentStateName;
 }
 
+/** An agent that never logged in: the presence an adapter starts from. */
+export function neverLogged(agentId: number, agentNumber: string): AgentView {
+  return {
+    agentId,
+    agentNumber,
+    logged: false,
+    paused: false,
+    pausedReason: null,
+    extension: null,
+    context: null,
+    phoneNb: "",
+    state: "AgentLoggedOut",
+  };
+}
+
 /**
  * Why `agentId` may not log in on `extension`@`context`: `no_extension` (no line holds it),
  * `already_logged`, `extension_in_use` (another logged agent is there); null when it may.

@@ -1,6 +1,6 @@
 /**
  * A test AMI server on 127.0.0.1 that replays real Asterisk sessions
- * (`shared/peers/asterisk/transcripts/*.jsonl`, see its README).
+ * (`tests/peers/asterisk_transcripts/*.jsonl`).
  *
  * Each connection plays one transcript: the banner, then each recorded action ("send") followed
  * by what Asterisk sent after it. A recorded action is either client-driven (the script waits
@@ -11,7 +11,7 @@
  */
 import { AmiMessage, AmiParser } from "../../lib/platform/asterisk/ami_message.ts";
 
-export const TRANSCRIPTS = new URL("../../../shared/peers/asterisk/transcripts/", import.meta.url);
+export const TRANSCRIPTS = new URL("./asterisk_transcripts/", import.meta.url);
 
 /** The recorded actions the client has to send itself unless `auto` says otherwise. */
 export const CLIENT_DRIVEN = new Set([
@@ -63,6 +63,11 @@ export interface AmiReplayOptions {
   garbage?: string[];
   /** Delay of every answer to a client action. */
   slowMs?: number;
+  /**
+   * `[from, to]` (indexes among recorded sends): once the send `to` is played, play from `from`
+   * again, for ever (a benchmark dialling again and again). Each round maps Uniqueids afresh.
+   */
+  loop?: [number, number];
 }
 
 const parsed = new Map<string, Promise<RecordLine[]>>();
@@ -217,6 +222,7 @@ export class AmiReplay {
         let conn: Deno.TcpConn;
         try {
           conn = await listener.accept();
+          conn.setNoDelay(true); // one write per message, as Asterisk sends them
         } catch {
           return; // listener closed
         }
@@ -437,8 +443,13 @@ class Session {
         for (const garbage of this.server.options.garbage ?? []) this.write(garbage, false);
       }
     }
-    for (const step of this.transcript.steps) {
+    const steps = this.transcript.steps;
+    const loop = this.server.options.loop;
+    for (let index = 0; index < steps.length; index++) {
+      const step = steps[index]!;
       if (this.#closed) return;
+      if (loop && index === loop[0]) this.#uniqueIds = []; // a new round: new calls
+      if (loop && index === loop[1]) index = loop[0] - 1; // after this one, back to the first
       this.#at = step.index;
       const id = step.action.actionId;
       if (this.server.isAuto(step)) {

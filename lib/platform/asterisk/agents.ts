@@ -14,6 +14,7 @@ import {
   agentStateEvent,
   type AgentView,
   loginRefusal,
+  neverLogged,
   notLogged,
   presenceOf,
 } from "../agent_rules.ts";
@@ -235,15 +236,7 @@ export class AgentBook {
     let agent = this.#agents.get(agentId);
     if (!agent) {
       agent = {
-        agentId,
-        agentNumber,
-        logged: false,
-        paused: false,
-        pausedReason: null,
-        extension: null,
-        context: null,
-        phoneNb: "",
-        state: "AgentLoggedOut",
+        ...neverLogged(agentId, agentNumber),
         memberships: new Map(),
         leg: null,
         wrapup: null,

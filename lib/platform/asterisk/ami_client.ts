@@ -1,7 +1,7 @@
 /**
  * One AMI connection to Asterisk: login, ActionID correlation, event lists, keepalive and
  * reconnection with backoff. Behaviour follows the recorded sessions of
- * `shared/peers/asterisk/transcripts/` (see its README).
+ * `tests/peers/asterisk_transcripts/`.
  */
 import type { Logger } from "../../log.ts";
 import { type AmiMessage, AmiParser, formatAction } from "./ami_message.ts";
@@ -245,6 +245,8 @@ export class AmiClient {
       clearTimeout(timer);
       this.#connectAbort = undefined;
     }
+    // each action is one write: send it at once (Nagle with delayed ACKs costs up to 40 ms)
+    conn.setNoDelay(true);
     this.#conn = conn;
     this.#dropReason = undefined;
     this.#writing = Promise.resolve();

@@ -1,8 +1,8 @@
 /**
  * AMI (Asterisk Manager Interface) messages: the header list of one message, the serialisation of
- * an action, and a streaming parser for what Asterisk sends (framing as observed in
- * `shared/peers/asterisk/transcripts/README.md`: a banner line, then messages ending with an empty
- * line, lines ending with CRLF, a value may hold a bare LF, keys may repeat).
+ * an action, and a streaming parser for what Asterisk sends (framing as observed in the recorded
+ * sessions of `tests/peers/asterisk_transcripts/`: a banner line, then messages ending with an
+ * empty line, lines ending with CRLF, a value may hold a bare LF, keys may repeat).
  */
 
 /** One AMI message: its `Key: Value` lines in order (keys may repeat, values may be empty). */

@@ -4,7 +4,7 @@
  * Generation is pure and deterministic (records in id order, Unix newlines), so an unchanged
  * configuration gives byte-identical files and nothing is written or reloaded.
  *
- * The dialplan has the shape of the recorded one (`shared/peers/asterisk/transcripts/config/`),
+ * The dialplan has the shape of the one the recorded sessions ran (`tests/peers/asterisk_transcripts/`),
  * which the AMI event mapping relies on: a user's extension has a hint and runs
  * `Gosub(svc-user,${EXTEN},1(...))`, which reads AstDB family `svc` (keys below) and runs `Dial`,
  * `Busy`, or `Dial(Local/...)` for a forward; a queue number runs `Answer` then `Queue`. A queue

@@ -39,7 +39,7 @@ import {
 import type { AmiMessage } from "./ami_message.ts";
 import { ASTDB_FAMILY, keysToWrite, userKeys, writeKeys } from "./astdb.ts";
 import { CallTracker, type NewCall } from "./calls.ts";
-import { ConfigWriter } from "./config_writer.ts";
+import { ASTERISK_FILES, ConfigWriter } from "./config_writer.ts";
 
 export interface AsteriskOptions {
   store: Store;
@@ -125,7 +125,7 @@ export class AsteriskPlatform implements Platform {
     this.#ami.onDisconnect((reason) => {
       this.#booted = Promise.withResolvers();
       this.#statusVersion++;
-      logger.warn("Asterisk unreachable", { reason });
+      if (!this.#closed) logger.warn("Asterisk unreachable", { reason });
     });
   }
 
@@ -571,8 +571,13 @@ export class AsteriskPlatform implements Platform {
         this.options.clock.now(),
         LEASE_MS,
       );
-      if (held && !this.#leader) this.options.logger.info("platform lease taken");
+      const taken = held && !this.#leader;
       this.#leader = held;
+      if (taken) {
+        this.options.logger.info("platform lease taken");
+        // the last holder may have died between writing a file and reloading its module
+        if (this.#ami.connected) await this.#reload(ASTERISK_FILES.map((file) => file.module));
+      }
     } catch (error) {
       this.#leader = false; // the store failed: the lease may lapse, another process takes over
       this.options.logger.warn("platform lease not renewed", { error: String(error) });

@@ -4,7 +4,13 @@
  * `AgentStateEvent` (decisions §7, §8).
  */
 import type { AgentRecord } from "../../store/agents.ts";
-import { agentStateEvent, loginRefusal, notLogged, presenceOf } from "../agent_rules.ts";
+import {
+  agentStateEvent,
+  loginRefusal,
+  neverLogged,
+  notLogged,
+  presenceOf,
+} from "../agent_rules.ts";
 import type { AgentPresence, AgentStateName } from "../port.ts";
 import { cancelTimers, endLeg, phoneEvent } from "./calls.ts";
 import type { AgentState, Step } from "./state.ts";
@@ -31,15 +37,7 @@ export function login(step: Step, agent: AgentRecord, extension: string, context
   if (refusal) throw refusal;
   const known = step.sim.agents.get(agent.id);
   const state: AgentState = known ?? {
-    agentId: agent.id,
-    agentNumber: agent.number,
-    logged: false,
-    paused: false,
-    pausedReason: null,
-    extension: null,
-    context: null,
-    phoneNb: "",
-    state: "AgentLoggedOut",
+    ...neverLogged(agent.id, agent.number),
     idleSince: step.now,
     leg: null,
     timers: new Set(),

@@ -2,7 +2,8 @@
  * The simulator's memory: calls and their legs, phone policies, agent presences, and the step
  * every change runs in. Nothing here is stored: a restart hangs every call up (DESIGN.md).
  */
-import type { AgentStateName, PlatformEvent } from "../port.ts";
+import type { AgentView } from "../agent_rules.ts";
+import type { PlatformEvent } from "../port.ts";
 import type { Rung } from "../call_records.ts";
 import type { Directory, Phone } from "../directory.ts";
 
@@ -147,17 +148,7 @@ export interface Call extends TimerOwner {
 }
 
 /** An agent's presence, in memory (decisions §8). */
-export interface AgentState extends TimerOwner {
-  agentId: number;
-  agentNumber: string;
-  logged: boolean;
-  paused: boolean;
-  pausedReason: string | null;
-  extension: string | null;
-  context: string | null;
-  /** The extension of the last login: the `phoneNb` of its events, "" when never logged. */
-  phoneNb: string;
-  state: AgentStateName;
+export interface AgentState extends AgentView, TimerOwner {
   /** When it last became free: the longest idle agent is offered a call first. */
   idleSince: number;
   /** The leg of the queue call it is ringing for or talking on. */

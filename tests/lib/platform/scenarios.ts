@@ -1,7 +1,7 @@
 /**
  * The scenario table both platform adapters are tested with (DESIGN.md: the same scenario gives
  * the same events on both). Each scenario is one of the real sessions recorded on Asterisk 22
- * (`shared/peers/asterisk/transcripts/`): the commands svc sends, and what the phones did — played
+ * (`tests/peers/asterisk_transcripts/`): the commands svc sends, and what the phones did — played
  * by the simulated phones on the simulator, by the recording on the Asterisk adapter. The
  * expected events are written once and must come out of both, in order.
  *
@@ -50,7 +50,7 @@ export type HistoryLine = [string, string, string, string, string, string, boole
 
 export interface Scenario {
   name: string;
-  /** The recorded session (`shared/peers/asterisk/transcripts/<name>.jsonl`). */
+  /** The recorded session (`tests/peers/asterisk_transcripts/<name>.jsonl`). */
   transcript: string;
   /** Recorded sends the replay plays by itself beyond the usual ones (index among sends). */
   autoSends?: number[];
@@ -73,6 +73,25 @@ const logIn = (extension: string): Step => ({
   command: (w) => w.services.platform.agentLogin(w.agent, extension, "default"),
 });
 const logOut: Step = { command: (w) => w.services.platform.agentLogout(w.agent.id) };
+
+/** alice calls bob, whose phone rings and stops; the call goes on to carol, who answers. */
+const FORWARDED_AFTER_RINGING: Pick<Scenario, "events" | "history"> = {
+  events: [
+    ["alice", "EventDialing", "1001", "1002", 1, 1],
+    ["bob", "EventRinging", "1002", "1001", 1, 2],
+    ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ["carol", "EventRinging", "1003", "1001", 1, 3],
+    ["alice", "EventEstablished", "1001", "1002", 1, 1],
+    ["carol", "EventEstablished", "1003", "1001", 1, 3],
+    ["alice", "EventReleased", "1001", "1002", 1, 1],
+    ["carol", "EventReleased", "1003", "1001", 1, 3],
+  ],
+  history: [
+    ["alice", "emitted", "alice", "carol", "1001", "1002", true],
+    ["bob", "missed", "alice", "bob", "1001", "1002", false],
+    ["carol", "answered", "alice", "carol", "1001", "1003", true],
+  ],
+};
 
 export const SCENARIOS: Scenario[] = [
   {
@@ -262,21 +281,7 @@ export const SCENARIOS: Scenario[] = [
         },
       },
     ],
-    events: [
-      ["alice", "EventDialing", "1001", "1002", 1, 1],
-      ["bob", "EventRinging", "1002", "1001", 1, 2],
-      ["bob", "EventReleased", "1002", "1001", 1, 2],
-      ["carol", "EventRinging", "1003", "1001", 1, 3],
-      ["alice", "EventEstablished", "1001", "1002", 1, 1],
-      ["carol", "EventEstablished", "1003", "1001", 1, 3],
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["carol", "EventReleased", "1003", "1001", 1, 3],
-    ],
-    history: [
-      ["alice", "emitted", "alice", "carol", "1001", "1002", true],
-      ["bob", "missed", "alice", "bob", "1001", "1002", false],
-      ["carol", "answered", "alice", "carol", "1001", "1003", true],
-    ],
+    ...FORWARDED_AFTER_RINGING,
   },
   {
     name: "no-answer forward: the callee rings out, the call goes on to the destination",
@@ -297,21 +302,7 @@ export const SCENARIOS: Scenario[] = [
         },
       },
     ],
-    events: [
-      ["alice", "EventDialing", "1001", "1002", 1, 1],
-      ["bob", "EventRinging", "1002", "1001", 1, 2],
-      ["bob", "EventReleased", "1002", "1001", 1, 2],
-      ["carol", "EventRinging", "1003", "1001", 1, 3],
-      ["alice", "EventEstablished", "1001", "1002", 1, 1],
-      ["carol", "EventEstablished", "1003", "1001", 1, 3],
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["carol", "EventReleased", "1003", "1001", 1, 3],
-    ],
-    history: [
-      ["alice", "emitted", "alice", "carol", "1001", "1002", true],
-      ["bob", "missed", "alice", "bob", "1001", "1002", false],
-      ["carol", "answered", "alice", "carol", "1001", "1003", true],
-    ],
+    ...FORWARDED_AFTER_RINGING,
   },
   {
     name: "agent: login, a queue call, pause, a call waiting for the unpause, logout",

@@ -6,8 +6,11 @@
  */
 import assert from "node:assert/strict";
 import type { AgentStateMessage, PhoneEventMessage } from "../../../../lib/events/messages.ts";
+import { createLogger } from "../../../../lib/log.ts";
+import { AsteriskPlatform } from "../../../../lib/platform/asterisk/mod.ts";
+import type { PlatformEvent } from "../../../../lib/platform/port.ts";
 import { getUser } from "../../../../lib/store/users.ts";
-import { apiCall, bearer, login, webServiceUser } from "../../../helpers.ts";
+import { apiCall, confd, login, type TestContext, webServiceUser } from "../../../helpers.ts";
 import { CLIENT_DRIVEN, startAmiReplay } from "../../../peers/ami_replay.ts";
 import { ALLOWED_V4, v1 } from "../../../legacy/fixtures.ts";
 import { capture, onAsterisk } from "../scenario_runner.ts";
@@ -23,6 +26,13 @@ async function until(test: () => boolean | Promise<boolean>, ms: number, what: s
     if (performance.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** Sets bob's DND through the configuration daemon, as an administrator would. */
+async function bobOnDnd(ctx: TestContext, bobId: number): Promise<void> {
+  const api = await confd(ctx);
+  const response = await api.put(`/users/${bobId}/services/dnd`, { enabled: true });
+  assert.equal(response.status, 204, await response.text());
 }
 
 const actionsNamed = (actions: { get(key: string): string | undefined }[], name: string) =>
@@ -99,18 +109,7 @@ Deno.test("Asterisk down at start: svc serves, control routes 503 at once, all b
       const status = await agents("GET", "/by-number/8001");
       assert.equal(status.status, 200);
       assert.equal((await status.json()).logged, false);
-      const api = apiCall(ctx, "/1.1", await login(ctx, "webservice", ws.login));
-      void api;
-      const confd = await webServiceUser(ctx, ["confd.#"]);
-      const put = await ctx.app.request(`/1.1/users/${w.bob.id}/services/dnd`, {
-        method: "PUT",
-        headers: {
-          ...bearer(await login(ctx, "webservice", confd.login)),
-          "Content-Type": "application/json",
-        },
-        body: JSON.stringify({ enabled: true }),
-      });
-      assert.equal(put.status, 204);
+      await bobOnDnd(ctx, w.bob.id);
       assert.deepEqual(Object.fromEntries(await platform.phoneStatuses(["1001", "1002"])), {
         "1001": -1,
         "1002": -1,
@@ -281,16 +280,7 @@ Deno.test("phone statuses follow the device states; DND, unknown numbers, no PBX
     const view = await (await alice("GET", "/contact/personal")).json();
     assert.deepEqual(view.entries.map((e: { status: number }) => e.status), [0]);
 
-    const confd = await webServiceUser(ctx, ["confd.#"]);
-    const put = await ctx.app.request(`/1.1/users/${w.bob.id}/services/dnd`, {
-      method: "PUT",
-      headers: {
-        ...bearer(await login(ctx, "webservice", confd.login)),
-        "Content-Type": "application/json",
-      },
-      body: JSON.stringify({ enabled: true }),
-    });
-    assert.equal(put.status, 204);
+    await bobOnDnd(ctx, w.bob.id);
     assert.equal((await statuses())["1002"], -1, "DND");
 
     await replay.stop();
@@ -410,5 +400,61 @@ Deno.test("the recorded queue scenario through the unchanged /agents, 2.0 and 1.
   } finally {
     await a.close();
     await replay.close();
+  }
+});
+
+Deno.test("two processes on one store: only the lease holder hands events over and writes files", async () => {
+  const replay = await startAmiReplay({ connections: ["02-dial-answered"] });
+  const a = await asteriskContext(replay.port);
+  const otherDir = await Deno.makeTempDir({ prefix: "svc-asterisk-b-" });
+  const b = new AsteriskPlatform({
+    store: a.ctx.services.store,
+    clock: a.ctx.clock,
+    logger: createLogger("error", () => {}),
+    ami: { host: "127.0.0.1", port: replay.port, username: "admin", secret: "admin" },
+    configDir: otherDir,
+  });
+  try {
+    const eventsOfA = capture(a.ctx);
+    const eventsOfB: PlatformEvent[] = [];
+    b.onEvents((batch) => {
+      eventsOfB.push(...batch);
+      return Promise.resolve();
+    });
+    a.platform.start();
+    await a.platform.firstSync();
+    b.start();
+    await b.firstSync();
+    await until(
+      () => Deno.stat(`${a.configDir}/pjsip_svc.conf`).then(() => true, () => false),
+      3000,
+      "the leader's files",
+    );
+    // each connection replays the recorded call for its own dial
+    await a.platform.dialUser(a.w.alice, a.w.bob, {});
+    await b.dialUser(a.w.alice, a.w.bob, {});
+    await until(
+      () => replay.actions.filter((x) => x.get("Action") === "Originate").length === 2,
+      3000,
+      "two dials",
+    );
+    await a.platform.settled();
+    await b.settled();
+    assert.equal(eventsOfA.filter((event) => event.kind === "phone").length, 6);
+    assert.deepEqual(eventsOfB, [], "not the lease holder: nothing handed over");
+    assert.deepEqual([...Deno.readDirSync(otherDir)], [], "nor any file written");
+
+    // the holder stops: the other takes the lease over and writes the files
+    await a.platform.close();
+    await until(
+      () => Deno.stat(`${otherDir}/pjsip_svc.conf`).then(() => true, () => false),
+      8000,
+      "the files of the new lease holder",
+    );
+  } finally {
+    await b.close();
+    await replay.close();
+    await Deno.remove(otherDir, { recursive: true });
+    await a.close();
   }
 });
