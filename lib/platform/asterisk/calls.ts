@@ -79,17 +79,18 @@ export interface TrackerContext {
   agents: AgentBook;
 }
 
-/** A new call started by a dial command of svc, before its first channel exists. */
+/** A new call: one svc is about to originate (before its first channel exists), or one it sees. */
 export interface NewCall {
   linkedId: string;
-  kind: "user" | "from_queue" | "to_queue";
+  kind: CallKind;
   context: string;
   dialled: string;
   shownNumber: string;
   src: Call["src"];
   userData: Record<string, string>;
-  originate: NonNullable<Call["originate"]>;
-  /** The caller's phone, rung first (`user` calls). */
+  /** What svc asks in its Originate; null for a call svc did not place. */
+  originate: NonNullable<Call["originate"]> | null;
+  /** The caller's phone: rung first by svc's Originate, or the phone that dialled. */
   callerPhone?: Phone;
   /** The queue a dial from queue waits in first. */
   queue?: { id: number; number: string };
@@ -112,8 +113,14 @@ export class CallTracker {
 
   constructor(private readonly ctx: TrackerContext) {}
 
-  /** Registers a call svc is about to originate; its linkedId is the ChannelId asked for. */
+  /**
+   * Registers a call: one svc is about to originate (its linkedId is the ChannelId asked for), or
+   * one whose first channel just appeared.
+   */
   start(init: NewCall): Call {
+    const dir = this.ctx.dir();
+    const target = dir.resolve(init.dialled, init.context);
+    const ours = init.originate !== null;
     const call: Call = {
       linkedId: init.linkedId,
       kind: init.kind,
@@ -121,16 +128,16 @@ export class CallTracker {
       userData: init.userData,
       legs: [],
       origin: null,
-      originChannel: init.linkedId,
-      originUp: false,
+      originChannel: ours || init.callerPhone ? init.linkedId : null,
+      originUp: !ours, // a call svc did not place is seen once its first channel dials
       originate: init.originate,
       originateId: null,
       context: init.context,
       dialled: init.dialled,
-      dialledUsername: "",
+      dialledUsername: target.kind === "phone" ? target.phone.username : "",
       shownNumber: init.shownNumber,
       src: init.src,
-      target: this.ctx.dir().resolve(init.dialled, init.context).kind,
+      target: target.kind,
       established: false,
       failed: false,
       answeredMs: null,
@@ -143,13 +150,9 @@ export class CallTracker {
       ended: false,
       channels: new Set(),
     };
-    if (init.kind === "user" && call.target === "phone") {
-      call.dialledUsername = this.ctx.dir().resolve(init.dialled, init.context).kind === "phone"
-        ? (this.ctx.dir().phoneAt(init.dialled, init.context)?.username ?? "")
-        : "";
-    }
     if (init.callerPhone) {
       call.origin = this.#newLeg(call, init.linkedId, init.callerPhone, "originate", init.dialled);
+      if (!ours) call.origin.state = "up";
     }
     this.#calls.set(call.linkedId, call);
     return call;
@@ -219,6 +222,9 @@ export class CallTracker {
    * never answered fails, without history).
    */
   resync(uniqueIds: Set<string>): void {
+    for (const id of this.#channels.keys()) {
+      if (!uniqueIds.has(id)) this.#channels.delete(id); // hung up while svc was away
+    }
     for (const call of [...this.#calls.values()]) {
       const alive = [...call.channels].some((id) => uniqueIds.has(id));
       if (alive) continue;
@@ -255,30 +261,17 @@ export class CallTracker {
   #notOurs(channel: Channel, event: AmiMessage): Call {
     const phone = channel.device ? this.ctx.dir().phoneOfInterface(channel.device) : null;
     const number = phone?.extension ?? event.get("CallerIDNum") ?? "";
-    const call = this.start({
+    return this.start({
       linkedId: channel.uniqueId,
-      kind: phone ? "user" : "from_queue", // replaced below; `start` only reads the common fields
+      kind: phone ? "phone" : "incoming",
       context: event.get("Context") ?? "",
-      dialled: "",
+      dialled: "", // known at its first extension (see #newExten)
       shownNumber: number,
-      src: {
-        userId: phone?.userId ?? null,
-        username: phone?.username ?? "",
-        number,
-      },
+      src: { userId: phone?.userId ?? null, username: phone?.username ?? "", number },
       userData: {},
-      originate: { channel: "", exten: "", context: "" },
+      originate: null,
+      callerPhone: phone ?? undefined,
     });
-    call.kind = phone ? "phone" : "incoming";
-    call.originate = null;
-    call.originUp = true;
-    if (phone) {
-      call.origin = this.#newLeg(call, channel.uniqueId, phone, "originate", "");
-      call.origin.state = "up";
-    } else {
-      call.originChannel = null;
-    }
-    return call;
   }
 
   #newState(event: AmiMessage): void {

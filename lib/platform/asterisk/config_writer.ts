@@ -104,8 +104,11 @@ export class ConfigWriter {
   readonly #pending = new Set<string>();
   /** When each module was last handed to `reload` (clock time). */
   readonly #reloadedAt = new Map<string, number>();
+  /** Failed reloads in a row, and when to try again; the same for writes, apart. */
   #failures = 0;
   #retryAt = 0;
+  #writeFailures = 0;
+  #writeRetryAt = 0;
 
   #cancelTimer: (() => void) | null = null;
   #ticking: Promise<void> | null = null;
@@ -180,16 +183,18 @@ export class ConfigWriter {
         this.#wasLeader = true;
         this.#checkFiles = true;
       }
-      if (now < this.#retryAt || this.#closed) return;
-      if (this.#checkFiles) {
+      if (this.#closed) return;
+      // a failed reload (Asterisk down) must not hold back the files: it starts with them
+      const writable = now >= this.#writeRetryAt;
+      if (this.#checkFiles && writable) {
         await this.#exclusive(() => this.#sync(true, false));
-      } else if (this.#seen !== this.#synced) {
+      } else if (this.#seen !== this.#synced && writable) {
         const settled = now - this.#lastChangeAt >= this.#quietMs ||
           now - (this.#firstChangeAt ?? now) >= this.#maxDelayMs;
         // a bulk import changes the collections chunk by chunk: its end is the change to write
         if (!settled || await bulkWriteInProgress(this.#store, now)) return;
         await this.#exclusive(() => this.#sync(false, false));
-      } else if (this.#pending.size && now >= this.#reloadDueAt()) {
+      } else if (this.#pending.size && now >= Math.max(this.#reloadDueAt(), this.#retryAt)) {
         await this.#exclusive(() => this.#sync(false, false));
       }
     } catch (error) {
@@ -253,7 +258,11 @@ export class ConfigWriter {
       this.#failed("asterisk config: files not written", error);
       return result();
     }
+    this.#writeFailures = 0;
+    this.#writeRetryAt = 0;
     if (!this.#pending.size) return this.#succeeded(result());
+    // while reloads fail, the timer retries them on their own backoff; sync() tries at once
+    if (!waitForReload && this.#clock.now() < this.#retryAt) return result();
     const wait = this.#reloadDueAt() - this.#clock.now();
     if (wait > 0) {
       if (!waitForReload || this.#closed) return result();
@@ -296,10 +305,12 @@ export class ConfigWriter {
     return result;
   }
 
+  /** A failed write (no `modules`) or reload is tried again later, each on its own backoff. */
   #failed(msg: string, error: unknown, modules?: string[]): void {
-    this.#failures++;
-    const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (this.#failures - 1));
-    this.#retryAt = this.#clock.now() + delay;
+    const failures = modules ? ++this.#failures : ++this.#writeFailures;
+    const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
+    if (modules) this.#retryAt = this.#clock.now() + delay;
+    else this.#writeRetryAt = this.#clock.now() + delay;
     this.#logger.error(msg, { error: String(error), modules, retry_ms: delay });
   }
 }

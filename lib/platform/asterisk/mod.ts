@@ -92,6 +92,8 @@ export class AsteriskPlatform implements Platform {
   #timers: ReturnType<typeof setInterval>[] = [];
   #closed = false;
   readonly #firstSync = Promise.withResolvers<void>();
+  /** The current connection's resync is done (see `reachable`). */
+  #synced = false;
   /** Resolved by `FullyBooted` on the current connection (Asterisk may accept logins earlier). */
   #booted = Promise.withResolvers<void>();
 
@@ -123,6 +125,7 @@ export class AsteriskPlatform implements Platform {
     this.#ami.onEvent((event) => this.#onEvent(event));
     this.#ami.onConnect(() => this.#resync());
     this.#ami.onDisconnect((reason) => {
+      this.#synced = false;
       this.#booted = Promise.withResolvers();
       this.#statusVersion++;
       if (!this.#closed) logger.warn("Asterisk unreachable", { reason });
@@ -140,9 +143,12 @@ export class AsteriskPlatform implements Platform {
     this.#ami.start();
   }
 
-  /** Logged in to the AMI right now. */
+  /**
+   * Logged in to the AMI and resynced: Asterisk accepts logins before it has booted, and what svc
+   * shows (agents, device states) is only right once the resync after `FullyBooted` is done.
+   */
   reachable(): boolean {
-    return this.#ami.connected;
+    return this.#ami.connected && this.#synced;
   }
 
   dialNumber(
@@ -356,7 +362,9 @@ export class AsteriskPlatform implements Platform {
    * events. A synchronous refusal (an extension that does not exist) is a refusal of the command.
    */
   async #originate(
-    init: Omit<NewCall, "linkedId">,
+    init: Omit<NewCall, "linkedId" | "originate"> & {
+      originate: NonNullable<NewCall["originate"]>;
+    },
     options: {
       callerId: string;
       timeoutMs: number;
@@ -364,7 +372,7 @@ export class AsteriskPlatform implements Platform {
       channelVariables?: string[];
     },
   ): Promise<CallStarted> {
-    if (!this.#ami.connected) throw new PlatformUnavailable("not connected to Asterisk");
+    if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
     const linkedId = crypto.randomUUID();
     const variables = [
       // `__`: every leg of the call inherits them
@@ -415,7 +423,7 @@ export class AsteriskPlatform implements Platform {
 
   /** Runs a command once the directory is fresh, handing over the events it caused. */
   async #command(run: () => Promise<void>): Promise<void> {
-    if (!this.#ami.connected) throw new PlatformUnavailable("not connected to Asterisk");
+    if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
     await this.#directory();
     try {
       await run();
@@ -547,6 +555,9 @@ export class AsteriskPlatform implements Platform {
       this.#handOver();
       logger.error("resync with Asterisk failed", { error: String(error) });
     }
+    // a failed resync most likely lost the connection: the next login resyncs again
+    this.#synced = this.#ami.connected;
+    this.#statusVersion++;
     this.#firstSync.resolve();
   }
 
@@ -588,7 +599,7 @@ export class AsteriskPlatform implements Platform {
     const phone = dir.phoneAt(number, "default");
     if (!phone) return -2;
     const user = phone.userId === null ? undefined : dir.users.get(phone.userId);
-    if (user?.services.dnd.enabled || !this.#ami.connected) return -1;
+    if (user?.services.dnd.enabled || !this.reachable()) return -1;
     return DEVICE_STATUS[this.#devices.get(phone.interface ?? "") ?? ""] ?? -1;
   }
 }

@@ -292,6 +292,29 @@ Deno.test("with its real timers: a /1.1 change reaches the files within 2 s", as
   }
 });
 
+Deno.test("with Asterisk down a long while: changes still reach the files at once", async () => {
+  const h = await harness();
+  try {
+    h.failReloads = Infinity; // every reload fails: its backoff grows
+    h.writer.start();
+    await until(() => h.reloads.length >= 1, 2000, "the files at start");
+    await sleep(3000); // reloads now wait seconds between attempts
+    await phoneUser(h.api, "alice", "1001");
+    const answered = Date.now();
+    await until(
+      async () => (await h.read("pjsip_svc.conf")).includes("[alice]"),
+      2000,
+      "alice in the file",
+    );
+    assert.ok(Date.now() - answered < 2000);
+    h.failReloads = 0;
+    const result = await h.writer.sync(); // what the adapter does once Asterisk is back
+    assert.deepEqual(result.reloaded, ALL_MODULES);
+  } finally {
+    await h.done();
+  }
+});
+
 Deno.test("a 5,000-row users CSV import is written and reloaded once", async (t) => {
   // the import's writes last longer than this: only its journal keeps the writer waiting
   const h = await harness({ maxDelayMs: 100 });

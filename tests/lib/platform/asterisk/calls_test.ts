@@ -1,0 +1,96 @@
+/**
+ * The call tracker on recorded AMI streams for calls svc did not place: the events of a recorded
+ * session handed to it without the dial command that started them, as when a user dials from the
+ * phone itself.
+ */
+import assert from "node:assert/strict";
+import { AgentBook } from "../../../../lib/platform/asterisk/agents.ts";
+import { AmiParser } from "../../../../lib/platform/asterisk/ami_message.ts";
+import { CallTracker, deviceOf } from "../../../../lib/platform/asterisk/calls.ts";
+import { directoryLoader } from "../../../../lib/platform/directory.ts";
+import type { PlatformEvent } from "../../../../lib/platform/port.ts";
+import { setup } from "../../../helpers.ts";
+import { TRANSCRIPTS } from "../../../peers/ami_replay.ts";
+import { scenarioWorld } from "../fixtures.ts";
+
+/** Every event Asterisk sent in a recorded session, in order. */
+async function recordedEvents(name: string) {
+  const parser = new AmiParser();
+  const text = await Deno.readTextFile(new URL(`${name}.jsonl`, TRANSCRIPTS));
+  return text.split("\n").filter((line) => line).flatMap((line) => {
+    const record = JSON.parse(line) as { dir: string; data: string };
+    return record.dir === "recv" ? parser.push(record.data) : [];
+  }).filter((message) => message.event !== undefined);
+}
+
+async function tracker() {
+  const ctx = await setup();
+  const w = await scenarioWorld(ctx);
+  const dir = await directoryLoader(ctx.services.store).load();
+  const events: PlatformEvent[] = [];
+  const base = {
+    dir: () => dir,
+    now: () => ctx.clock.now(),
+    emit: (e: PlatformEvent) => events.push(e),
+  };
+  const agents = new AgentBook({
+    ...base,
+    clock: ctx.clock,
+    logger: ctx.services.logger,
+    action: () => Promise.reject(new Error("no AMI in this test")),
+  });
+  return { calls: new CallTracker({ ...base, agents }), events, w };
+}
+
+Deno.test("a call from alice's phone itself: she dials, bob rings, both talk, bob hangs up", async () => {
+  const { calls, events } = await tracker();
+  for (const event of await recordedEvents("02-dial-answered")) calls.handle(event);
+  const phone = events.flatMap((e) => e.kind === "phone" ? [e] : []);
+  assert.deepEqual(phone.map((e) => [e.username, e.eventType, e.DN, e.otherDN]), [
+    ["alice", "EventDialing", "1001", "1002"],
+    ["bob", "EventRinging", "1002", "1001"],
+    ["alice", "EventEstablished", "1001", "1002"],
+    ["bob", "EventEstablished", "1002", "1001"],
+    ["alice", "EventReleased", "1001", "1002"],
+    ["bob", "EventReleased", "1002", "1001"],
+  ]);
+  // Asterisk's ids: the call is alice's channel's, each leg its own channel's
+  assert.deepEqual(new Set(phone.map((e) => e.linkedId)), new Set(["1795439518.0"]));
+  assert.deepEqual(
+    phone.map((e) => e.uniqueId),
+    [
+      "1795439518.0",
+      "1795439518.1",
+      "1795439518.0",
+      "1795439518.1",
+      "1795439518.0",
+      "1795439518.1",
+    ],
+  );
+  const ended = events.flatMap((e) => e.kind === "call_ended" ? e.records : []);
+  assert.deepEqual(ended.map((r) => [r.status, r.srcUsername, r.dstUsername, r.dstNum]), [
+    ["emitted", "alice", "bob", "1002"],
+    ["answered", "alice", "bob", "1002"],
+  ]);
+  assert.deepEqual(calls.calls(), [], "nothing left behind");
+});
+
+Deno.test("a call svc did not place, lost with a restart, ends at the resync", async () => {
+  const { calls, events } = await tracker();
+  const recorded = await recordedEvents("02-dial-answered");
+  // up to both phones talking (the first BridgeEnter), then the connection is lost
+  const upTo = recorded.findIndex((event) => event.event === "BridgeEnter");
+  for (const event of recorded.slice(0, upTo)) calls.handle(event);
+  assert.equal(calls.calls().length, 1);
+  calls.resync(new Set());
+  const phone = events.flatMap((e) => e.kind === "phone" ? [[e.username, e.eventType]] : []);
+  assert.deepEqual(phone.slice(-2), [["alice", "EventReleased"], ["bob", "EventReleased"]]);
+  assert.deepEqual(calls.calls(), []);
+});
+
+Deno.test("deviceOf: the device of a channel name; Local channels have none", () => {
+  assert.equal(deviceOf("PJSIP/alice-0000000b"), "PJSIP/alice");
+  assert.equal(deviceOf("SCCP/abc12345-00000001"), "SCCP/abc12345");
+  assert.equal(deviceOf("DAHDI/i1/0612345678-1a"), "DAHDI/i1/0612345678");
+  assert.equal(deviceOf("Local/1003@default-00000000;1"), null);
+});
