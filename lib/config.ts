@@ -37,6 +37,10 @@ export interface Config {
   amiUsername: string | null;
   amiSecret: string | null;
   asteriskConfigDir: string | null;
+  /** Origins allowed by CORS (`scheme://host[:port]`), `["*"]` for any, empty for none. */
+  corsOrigins: string[];
+  /** A second address the same app listens on (e.g. xivo-auth's port 9497), or null. */
+  extraListen: { hostname: string; port: number } | null;
 }
 
 /** A setting with a bad value; the message names the setting and says what is wrong. */
@@ -120,6 +124,42 @@ const secret: Parser<string | null> = (raw) => {
   return raw === "" ? null : raw;
 };
 
+/** Origins separated by commas (`https://crm.example.com`, `http://localhost:3000`), or `*`. */
+const originList: Parser<string[]> = (raw) => {
+  const origins = raw.split(",").map((origin) => origin.trim()).filter((origin) => origin);
+  if (origins.includes("*")) {
+    if (origins.length > 1) throw new Error("must be * alone or a list of origins");
+    return ["*"];
+  }
+  for (const origin of origins) {
+    let url: URL | null = null;
+    try {
+      url = new URL(origin);
+    } catch { /* refused below */ }
+    if (
+      !url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== origin
+    ) {
+      throw new Error(
+        `must list origins like https://crm.example.com separated by commas, got ${
+          JSON.stringify(origin)
+        }`,
+      );
+    }
+  }
+  return origins;
+};
+
+/** `host:port` or `:port` (all addresses), e.g. `127.0.0.1:9497`; empty means none. */
+const listenAddress: Parser<{ hostname: string; port: number } | null> = (raw) => {
+  if (raw.trim() === "") return null;
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\[\]]*)):(\d+)$/.exec(raw.trim());
+  const port = Number(match?.[3]);
+  if (!match || !Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new Error(`must be host:port or :port, got ${JSON.stringify(raw)}`);
+  }
+  return { hostname: match[1] ?? (match[2] || "0.0.0.0"), port };
+};
+
 /** IP addresses separated by commas (no host names: a client address never matches one). */
 const addressList: Parser<string[]> = (raw) => {
   const addresses = raw.split(",").map((address) => address.trim()).filter((address) => address);
@@ -167,6 +207,8 @@ const settings = {
   SVC_AMI_USERNAME: { default: "", parse: optional, key: "amiUsername" },
   SVC_AMI_SECRET: { default: "", parse: secret, key: "amiSecret" },
   SVC_ASTERISK_CONFIG_DIR: { default: "", parse: optional, key: "asteriskConfigDir" },
+  SVC_CORS_ORIGINS: { default: "", parse: originList, key: "corsOrigins" },
+  SVC_EXTRA_LISTEN: { default: "", parse: listenAddress, key: "extraListen" },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
 
 /** The names of every setting, in the order of the README's table. */

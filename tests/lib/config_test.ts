@@ -150,6 +150,38 @@ Deno.test("a secret is never echoed in the error", () => {
   );
 });
 
+Deno.test("CORS origins and a second listen address", () => {
+  const config = loadConfig({
+    SVC_CORS_ORIGINS: "https://crm.example.com, http://localhost:3000",
+    SVC_EXTRA_LISTEN: "127.0.0.1:9497",
+  }, noFile);
+  assert.deepEqual(config.corsOrigins, ["https://crm.example.com", "http://localhost:3000"]);
+  assert.deepEqual(config.extraListen, { hostname: "127.0.0.1", port: 9497 });
+  assert.deepEqual(loadConfig({ SVC_CORS_ORIGINS: "*" }, noFile).corsOrigins, ["*"]);
+  assert.deepEqual(loadConfig({ SVC_EXTRA_LISTEN: ":9497" }, noFile).extraListen, {
+    hostname: "0.0.0.0",
+    port: 9497,
+  });
+  assert.deepEqual(loadConfig({ SVC_EXTRA_LISTEN: "[::1]:9497" }, noFile).extraListen, {
+    hostname: "::1",
+    port: 9497,
+  });
+  const defaults = loadConfig({}, noFile);
+  assert.deepEqual(defaults.corsOrigins, []);
+  assert.equal(defaults.extraListen, null);
+  for (
+    const [env, pattern] of [
+      [{ SVC_CORS_ORIGINS: "crm.example.com" }, /origins like/],
+      [{ SVC_CORS_ORIGINS: "https://crm.example.com/app" }, /origins like/],
+      [{ SVC_CORS_ORIGINS: "*, https://a.example" }, /\* alone/],
+      [{ SVC_EXTRA_LISTEN: "9497" }, /host:port/],
+      [{ SVC_EXTRA_LISTEN: "host:99999" }, /host:port/],
+    ] as const
+  ) {
+    assert.throws(() => loadConfig(env, noFile), { message: pattern });
+  }
+});
+
 Deno.test("the Asterisk settings", () => {
   const config = loadConfig({
     SVC_PLATFORM: "asterisk",
