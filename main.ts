@@ -50,24 +50,48 @@ function readTls(config: Config): { cert: string; key: string } | null {
   };
 }
 
+/** An address the app listens on, and the setting that names it. */
+interface ListenAddress {
+  hostname: string;
+  port: number;
+  setting: string;
+}
+
+/** `host:port`, an IPv6 address in brackets. */
+const hostPort = ({ hostname, port }: { hostname: string; port: number }) =>
+  `${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`;
+
 /**
- * Serves `handler` on the configured address, over HTTPS when `tls` is set. A certificate or key
- * that Deno refuses (not PEM, or a key of another certificate: Deno reads them only here) stops
- * the process.
+ * Serves `handler` on `address`, over HTTPS when `tls` is set. An address that cannot be taken (in
+ * use, not this machine's, not allowed) stops the process with a line naming its setting; so does
+ * a certificate or key that Deno refuses (not PEM, or a key of another certificate: Deno reads
+ * them only here). The main address logs `listening` (and the demo banner), the extra one
+ * `also listening`.
  */
 function serve(
   config: Config,
   services: Services,
   tls: { cert: string; key: string } | null,
   handler: Deno.ServeHandler,
+  address: ListenAddress,
+  main: boolean,
 ): Deno.HttpServer {
   const scheme = tls ? "https" : "http";
   try {
     return Deno.serve({
-      port: config.port,
-      hostname: config.hostname,
+      port: address.port,
+      hostname: address.hostname,
       ...tls,
       onListen: ({ hostname, port }) => {
+        if (!main) {
+          services.logger.info("also listening", {
+            hostname,
+            port,
+            scheme,
+            setting: address.setting,
+          });
+          return;
+        }
         services.logger.info("listening", { hostname, port, scheme, kv: config.kv });
         if (config.demo) console.log(demoBanner(`${scheme}://localhost:${port}`));
       },
@@ -75,10 +99,14 @@ function serve(
   } catch (error) {
     const addressError = error instanceof Deno.errors.AddrInUse ||
       error instanceof Deno.errors.AddrNotAvailable ||
-      error instanceof Deno.errors.PermissionDenied;
-    if (tls && !addressError) {
-      fail(`invalid configuration: SVC_TLS_CERT/SVC_TLS_KEY: ${(error as Error).message}`);
+      error instanceof Deno.errors.PermissionDenied ||
+      error instanceof Deno.errors.NotCapable;
+    if (addressError) {
+      fail(
+        `cannot listen on ${hostPort(address)} (${address.setting}): ${(error as Error).message}`,
+      );
     }
+    if (tls) fail(`invalid configuration: SVC_TLS_CERT/SVC_TLS_KEY: ${(error as Error).message}`);
     throw error;
   }
 }
@@ -114,7 +142,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   // The signal handlers come first: a SIGTERM right after "listening" still closes the store.
   // They run from the event loop, so `server` is always set by the time one does.
   const stop = async () => {
-    await server.shutdown();
+    await Promise.all([server.shutdown(), extra?.shutdown()]);
     await services.platform.close();
     await services.events.close(); // posts in flight end, the lease is given back
     services.store.close();
@@ -122,7 +150,19 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   };
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
-  const server = serve(config, services, tls, app.fetch);
+  const { hostname, port } = config;
+  const server = serve(config, services, tls, app.fetch, {
+    hostname,
+    port,
+    setting: "SVC_HOSTNAME/SVC_PORT",
+  }, true);
+  // the same app on a second address, e.g. xivo-auth's port 9497 for its clients
+  const extra = config.extraListen
+    ? serve(config, services, tls, app.fetch, {
+      ...config.extraListen,
+      setting: "SVC_EXTRA_LISTEN",
+    }, false)
+    : null;
   await server.finished;
 }
 

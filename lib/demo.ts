@@ -9,7 +9,13 @@ import { createCallbackList } from "./store/callback_lists.ts";
 import { createCallbackRequests, dayOf } from "./store/callback_requests.ts";
 import { randomText, type SipEndpointRecord, sipEndpoints } from "./store/endpoints.ts";
 import { type ExtensionRecord, extensions } from "./store/extensions.ts";
-import { type LineRecord, lines, newLineName, newProvisioningCode } from "./store/lines.ts";
+import {
+  followMainUser,
+  type LineRecord,
+  lines,
+  newLineName,
+  newProvisioningCode,
+} from "./store/lines.ts";
 import { createQueue } from "./store/queues.ts";
 import { transact } from "./store/records.ts";
 import type { Services } from "./services.ts";
@@ -83,20 +89,25 @@ async function createUserWithLine(store: Store, input: NewUser, exten: string) {
     await extensions.nextId(store),
   ];
   const user = { ...await buildUser(userId, input), line_ids: [lineId] };
-  const line: LineRecord = {
-    id: lineId,
-    name: newLineName(),
-    protocol: "sip",
-    context: "default",
-    position: 1,
-    provisioning_code: newProvisioningCode(),
-    caller_id_name: null,
-    caller_id_num: null,
-    device_id: null,
-    endpoint: { type: "sip", id: sipId },
-    extension_ids: [extensionId],
-    user_ids: [userId],
-  };
+  // the line's caller id follows its user, as one made through /1.1 does
+  const line: LineRecord = followMainUser(
+    {
+      id: lineId,
+      name: newLineName(),
+      protocol: "sip",
+      context: "default",
+      position: 1,
+      provisioning_code: newProvisioningCode(),
+      caller_id_name: null,
+      caller_id_num: null,
+      device_id: null,
+      endpoint: { type: "sip", id: sipId },
+      extension_ids: [extensionId],
+      user_ids: [userId],
+    },
+    user,
+    exten,
+  );
   const sip: SipEndpointRecord = {
     id: sipId,
     username: input.username ?? randomText(8),

@@ -29,9 +29,13 @@ const newRequestId = (() => {
   return () => `${prefix}-${(++serial).toString(36)}`;
 })();
 
+/** xivo-auth's token checks carry the token in the path (`/0.1/token/{token}`). */
+const TOKEN_IN_PATH = /^(\/0\.1\/token\/)[^/]+/;
+
 /**
  * Gives every request an id (kept from a sane incoming `X-Request-Id`), echoes it on the response
- * and logs one JSON line per request. Only the path is logged: query strings may carry tokens.
+ * and logs one JSON line per request. Only the path is logged: query strings may carry tokens, and
+ * a token in the path is logged as `<token>`.
  */
 export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -47,7 +51,7 @@ export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
     logger.info("request", {
       requestId,
       method: c.req.method,
-      path: c.req.path,
+      path: c.req.path.replace(TOKEN_IN_PATH, "$1<token>"),
       status: c.res.status,
       durationMs: Math.round((performance.now() - started) * 100) / 100,
     });

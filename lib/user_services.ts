@@ -93,6 +93,24 @@ export function setService(
 }
 
 /**
+ * Sets several services at once (the daemon's `PUT /users/{id}/services`), in one transaction;
+ * services left out keep their state. Answers null when there is no user `userId`.
+ */
+export function setServices(
+  deps: UserServicesDeps,
+  userId: number,
+  changes: Partial<Record<ServiceName, boolean>>,
+): Promise<UserServicesResult | null> {
+  return changeUser(deps, userId, (user) => {
+    const services = { ...user.services };
+    for (const [service, enabled] of Object.entries(changes)) {
+      services[service as ServiceName] = { enabled };
+    }
+    return { ...user, services };
+  });
+}
+
+/**
  * Changes one forward; an enabled forward needs a destination ({@link InvalidUserServices}).
  * Answers null when there is no user `userId`.
  *

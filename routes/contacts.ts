@@ -140,19 +140,23 @@ const view = (contact: ContactRecord) => ({
 const fold = (text: string) => text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
 
 /**
- * The list view's order: lastname, then firstname, case- and accent-insensitively; then as
- * written, then by id, so that the order never depends on the store.
+ * The list view's and the export's order: lastname, then firstname, case- and
+ * accent-insensitively; then creation order (`created`, contacts stored before it existed first),
+ * then the id. An export re-imported into an empty account is numbered in file order, so its
+ * export is the same file.
  */
 export function sortContacts(contacts: ContactRecord[]): ContactRecord[] {
   const keyed = contacts.map((contact) => ({
     contact,
-    key: [fold(contact.lastname), fold(contact.firstname), contact.lastname, contact.firstname],
+    lastname: fold(contact.lastname),
+    firstname: fold(contact.firstname),
+    created: contact.created ?? 0,
   }));
   keyed.sort((a, b) => {
-    for (let i = 0; i < a.key.length; i++) {
-      if (a.key[i]! !== b.key[i]!) return a.key[i]! < b.key[i]! ? -1 : 1;
-    }
-    return a.contact.id < b.contact.id ? -1 : 1;
+    if (a.lastname !== b.lastname) return a.lastname < b.lastname ? -1 : 1;
+    if (a.firstname !== b.firstname) return a.firstname < b.firstname ? -1 : 1;
+    if (a.created !== b.created) return a.created - b.created;
+    return a.contact.id < b.contact.id ? -1 : a.contact.id > b.contact.id ? 1 : 0;
   });
   return keyed.map(({ contact }) => contact);
 }

@@ -1,9 +1,10 @@
 /** The one Hono app serving every area (decisions §1). */
 import { Hono } from "hono";
 import { CachedRouter } from "../lib/cached_router.ts";
+import { cors } from "../lib/cors.ts";
 import { apiErrorHandler, type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
-import { agentdRoutes } from "../daemons/agentd/mod.ts";
+import { agentdRootRoutes, agentdRoutes } from "../daemons/agentd/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
 import { legacyRoutes } from "../legacy/mod.ts";
 import { authRoutes } from "./auth.ts";
@@ -18,6 +19,7 @@ import { healthRoutes } from "./health.ts";
 import { historyRoutes } from "./history.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
 import { simRoutes } from "./sim.ts";
+import { xivoAuthRoutes } from "./xivo_auth.ts";
 
 /** Base path of the current API. */
 export const API_V2 = "/svc/api/2.0";
@@ -52,11 +54,17 @@ export function createApp(services: Services) {
 
   const app = new Hono<AppEnv>({ router: new CachedRouter() });
   app.use(requestLog(services.logger));
+  // before any guard: a preflight carries no token; on every answer of every area, errors included
+  app.use(cors(services.config.corsOrigins));
   app.route("/", healthRoutes(services));
   app.route(API_V2, v2);
   app.route(API_V1, legacyRoutes(services));
   app.route("/1.1", confdRoutes(services));
   app.route("/agents", agentdRoutes(services));
+  // the agent daemon's paths its clients build beside /agents: /users/me/agents…, /status
+  app.route("/", agentdRootRoutes(services));
+  // xivo-auth compatible tokens, for clients written for its port 9497 (docs/xivo_auth.md)
+  app.route("/0.1", xivoAuthRoutes(services));
   app.notFound((c) => {
     const message = `no route for ${c.req.method} ${c.req.path}`;
     return c.req.path.startsWith("/1.1/")

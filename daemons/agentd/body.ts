@@ -12,6 +12,12 @@ export const loginBody = z.object({
 /** `POST …/pause`: an optional reason, a string or null; other fields are ignored. */
 export const pauseBody = z.object({ reason: z.string().nullable().optional() });
 
+/** `POST /agents/by-id/{id}/add` and `…/remove`: the queue's id, an integer. */
+export const queueBody = z.object({ queue_id: z.number().int() });
+
+/** `POST /users/me/agents/login`: the id of one of the user's lines, an integer. */
+export const userLoginBody = z.object({ line_id: z.number().int() });
+
 /**
  * Reads the JSON body against `schema`, naming every field that is missing or of the wrong type.
  * A body that is not JSON, or not a JSON object, names all the schema's fields. With `optional`,

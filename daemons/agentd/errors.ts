@@ -19,6 +19,24 @@ export class AgentdError extends Error {
 /** 404 `no such agent`: an unknown id or number, or one that cannot be an agent's. */
 export const noSuchAgent = () => new AgentdError(404, "no such agent");
 
+/** 409 `already logged`: a login of the user's agent while it is logged in. */
+export const alreadyLogged = () => new AgentdError(409, "already logged");
+
+/** 404 `no such queue`: `add`/`remove` naming a queue that does not exist. */
+export const noSuchQueue = () => new AgentdError(404, "no such queue");
+
+/** 409 `agent already in queue`: `add` of a member. */
+export const alreadyInQueue = () => new AgentdError(409, "agent already in queue");
+
+/** 409 `agent not in queue`: `remove` of an agent that is no member. */
+export const notInQueue = () => new AgentdError(409, "agent not in queue");
+
+/** 400 `no such line`: a user's login on a line that is not one of the user's. */
+export const noSuchLine = () => new AgentdError(400, "no such line");
+
+/** 404 `no such extension and context`: a login on a line holding no extension. */
+export const noSuchExtension = () => new AgentdError(404, "no such extension and context");
+
 /** 401 for any token problem and for a missing ACL alike, as the agent daemon answers. */
 export const unauthorized = () => new AgentdError(401, "invalid token or unauthorized");
 
@@ -45,8 +63,11 @@ export async function refusalsAnswered(command: () => Promise<void>): Promise<vo
   try {
     await command();
   } catch (error) {
-    const known = error instanceof PlatformRefusal ? refusals[error.reason] : undefined;
+    if (!(error instanceof PlatformRefusal)) throw error;
+    const known = refusals[error.reason];
     if (known) throw new AgentdError(...known);
+    // a PBX out of step with the configuration (a queue not reloaded yet): worth a retry
+    if (error.reason === "pbx_refused") throw new AgentdError(503, error.message);
     throw error;
   }
 }

@@ -1,10 +1,12 @@
 /**
  * The agent daemon's guard (decisions §9): a valid token holding the route's ACL. Unlike the 2.0
- * API, every refusal is the same 401, so a client learns nothing of which part was wrong.
+ * API, every refusal is the same 401, so a client learns nothing of which part was wrong. A CTI
+ * user's `alias.ctiuser` also grants, here, the ACLs of the routes on the user's own agent
+ * (`/users/me/agents`), as the daemon svc follows grants them to its users.
  */
 import type { MiddlewareHandler } from "hono";
 import { fillAcl, readToken } from "../../lib/auth/guard.ts";
-import { isAllowed } from "../../lib/auth/acl.ts";
+import { CTI_USER_ALIAS, isAllowed } from "../../lib/auth/acl.ts";
 import type { Identity, Tokens } from "../../lib/auth/tokens.ts";
 import { ApiError } from "../../lib/errors.ts";
 import type { AppEnv } from "../../lib/http.ts";
@@ -22,10 +24,33 @@ export function agentdAcl(tokens: Tokens, template: string): MiddlewareHandler<A
   return async (c, next) => {
     const identity = await verified(tokens, () => readToken(c));
     const required = fillAcl(template, c.req.param() as Record<string, string>);
-    if (!isAllowed(identity.acls, required, identity.userId)) throw unauthorized();
+    if (!isAllowed(granted(identity.acls), required, identity.userId)) throw unauthorized();
     c.set("identity", identity);
     await next();
   };
+}
+
+/**
+ * What `alias.ctiuser` grants in the agent daemon: the routes on the user's own agent. A token
+ * may still deny them (`!agentd.users.me.#`).
+ */
+export const CTI_AGENT_ACLS: readonly string[] = [
+  "agentd.users.me.agents.read",
+  "agentd.users.me.agents.login.create",
+  "agentd.users.me.agents.logoff.create",
+  "agentd.users.me.agents.pause.create",
+  "agentd.users.me.agents.unpause.create",
+];
+
+/** Each token's ACL list with {@link CTI_AGENT_ACLS}, one array per list (`isAllowed` caches per array). */
+const withCtiAgentAcls = new WeakMap<readonly string[], readonly string[]>();
+
+/** `acls`, plus {@link CTI_AGENT_ACLS} when they hold `alias.ctiuser`. */
+function granted(acls: readonly string[]): readonly string[] {
+  if (!acls.includes(CTI_USER_ALIAS)) return acls;
+  let expanded = withCtiAgentAcls.get(acls);
+  if (!expanded) withCtiAgentAcls.set(acls, expanded = [...acls, ...CTI_AGENT_ACLS]);
+  return expanded;
 }
 
 /** The identity of the token `read` answers; the shared layers' token errors become the 401. */

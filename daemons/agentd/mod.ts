@@ -1,20 +1,40 @@
 /**
- * The agent daemon, mounted at `/agents` (decisions §9; docs/agentd.md): agent statuses, login,
- * logoff, pause and unpause, every route behind a token holding its ACL, every error
- * `{"error": "..."}`.
+ * The agent daemon (decisions §9; docs/agentd.md): agent statuses, login, logoff, pause and
+ * unpause, queue membership, every route behind a token holding its ACL, every error
+ * `{"error": "..."}`. It is served at two places: `/agents` ({@link agentdRoutes}), and at the
+ * root ({@link agentdRootRoutes}) the paths its clients build beside it: the calling user's own
+ * agent (`/users/me/agents`) and the service status (`/status`).
  */
 import { Hono } from "hono";
 import { type AppEnv, limitBody, MiB } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { agentdErrorHandler } from "./errors.ts";
-import { agentRoutes } from "./routes.ts";
+import { userAgentRoutes } from "./me.ts";
+import { agentRoutes, serviceStatus } from "./routes.ts";
+import { agentdAcl } from "./guard.ts";
 
+/** What is mounted at `/agents`. */
 export function agentdRoutes(services: Services) {
   const app = new Hono<AppEnv>();
   app.use(limitBody(() => MiB));
   app.route("/", agentRoutes(services));
   // an unknown path below /agents answers in the daemon's form too (matched after every route)
   app.all("*", (c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
+  app.onError(agentdErrorHandler(services.logger));
+  return app;
+}
+
+/**
+ * What is mounted at the root: `/users/me/agents…` and `GET /status`, nothing else (every other
+ * path goes on to the rest of the app).
+ */
+export function agentdRootRoutes(services: Services) {
+  const me = "/users/me/agents";
+  const app = new Hono<AppEnv>();
+  app.use(`${me}/*`, limitBody(() => MiB));
+  app.get("/status", agentdAcl(services.tokens, "agentd.status.read"), serviceStatus(services));
+  app.route(me, userAgentRoutes(services));
+  app.all(`${me}/*`, (c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
   app.onError(agentdErrorHandler(services.logger));
   return app;
 }

@@ -1,6 +1,7 @@
 /**
  * `/1.1/callpermissions`, `/1.1/users/{id}/callpermissions` and
- * `/1.1/callpermissions/{id}/users`: rules allowing or denying extensions, many to many with users.
+ * `/1.1/callpermissions/{id}/users`: rules allowing or denying extensions (each kept once), many
+ * to many with users.
  */
 import type { Context } from "hono";
 import { z } from "zod";
@@ -27,10 +28,8 @@ const schema = z.object({
   name: fields.name(128).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
   password: z.string().regex(/^\d{1,16}$/, "Must be 1 to 16 digits.").nullable().optional(),
   mode: z.enum(["allow", "deny"]).optional(),
-  extensions: z.array(exten()).refine(
-    (list) => new Set(list).size === list.length,
-    "Must not hold the same extension twice.",
-  ).optional(),
+  // an extension given twice is kept once, in the place it first appears
+  extensions: z.array(exten()).transform((list) => [...new Set(list)]).optional(),
   enabled: fields.boolean().optional(),
   description: fields.text(1024).optional(),
 });

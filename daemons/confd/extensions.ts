@@ -1,11 +1,12 @@
 /**
  * `/1.1/extensions`: numbers in a context, `(exten, context)` unique. An extension a line holds
- * keeps to the context's user ranges when it changes, and cannot be deleted.
+ * keeps to the context's user ranges when it changes (and the line's caller id number follows it),
+ * and cannot be deleted.
  */
 import { z } from "zod";
 import type { Services } from "../../lib/services.ts";
 import { type ContextRecord, contexts, inRanges } from "../../lib/store/contexts.ts";
-import { lines } from "../../lib/store/lines.ts";
+import { followMainUserIn, lines, sameCallerId } from "../../lib/store/lines.ts";
 import { EXTEN_PATTERN, type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
 import type { Transaction } from "../../lib/store/records.ts";
 import { check, fields } from "./body.ts";
@@ -55,6 +56,9 @@ export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view
     await requireContext(tx, next.context);
     const line = current.line_id === null ? null : await tx.get(lines, current.line_id);
     if (line?.user_ids.length) await requireUserRange(tx, next);
+    // the line's caller id number may come from its first extension
+    const followed = line && await followMainUserIn(tx, line, { extensions: [next] });
+    if (line && followed && !sameCallerId(line, followed)) tx.put(lines, followed);
     return next;
   },
   beforeDelete(_tx, extension) {

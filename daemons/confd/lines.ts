@@ -1,8 +1,9 @@
 /**
- * `/1.1/lines` and every association of a line: its users (`/users/{id}/lines/{line_id}`, first
- * user = main user, first line = main line), extensions (one line per extension, 14.14), endpoint
- * (sip, sccp or custom, one each way) and device. Both sides of an association change in one
- * transaction (docs/confd.md). Also the deprecated `/lines_sip` list.
+ * `/1.1/lines` and every association of a line: its users (`/users/{id}/lines/{line_id}`, or all
+ * of a user's lines at once; first user = main user, first line = main line), extensions (one line
+ * per extension, 14.14), endpoint (sip, sccp or custom, one each way) and device. Both sides of an
+ * association change in one transaction (docs/confd.md). A line's caller id follows its main user
+ * unless written explicitly (`followMainUserIn`). Also the deprecated `/lines_sip` list.
  */
 import { type Context, Hono } from "hono";
 import { z } from "zod";
@@ -19,11 +20,11 @@ import {
 } from "../../lib/store/endpoints.ts";
 import { type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
 import {
+  followMainUserIn,
   getLine,
   type LineRecord,
   lines,
   linesOfUser,
-  mainLine,
   newLineName,
   newProvisioningCode,
 } from "../../lib/store/lines.ts";
@@ -35,11 +36,11 @@ import {
 } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { type UserRecord, users } from "../../lib/store/users.ts";
-import { check, fields, pathId } from "./body.ts";
+import { check, fields, pathId, readBody } from "./body.ts";
 import { loadOr404, type Resource, resourceRoutes, withConflicts } from "./crud.ts";
 import { loadDevice } from "./devices.ts";
 import { ENDPOINT_LABELS, endpointView } from "./endpoints.ts";
-import { describe, notFound, resourceError } from "./errors.ts";
+import { describe, inputError, notFound, resourceError } from "./errors.ts";
 import { requireContext, requireUserRange } from "./extensions.ts";
 import { confdAcl } from "./guard.ts";
 import { listItems } from "./list.ts";
@@ -47,12 +48,18 @@ import { loadUser } from "./users.ts";
 
 const LINE = "Line";
 
+/** The only registrar: lines show it, and bodies may name it (or null, meaning it). */
+const REGISTRAR = "default";
+
 const editable = {
   position: fields.integer(1, 2147483647).optional(),
   provisioning_code: z.string().regex(/^\d{6}$/, "Must be 6 digits.").optional(),
   caller_id_name: fields.text(80).optional(),
   caller_id_num: fields.text(80).refine((num) => num === null || /^\+?[0-9*#]+$/.test(num), {
     message: "Must be digits, optionally with a leading +, * and #.",
+  }).optional(),
+  registrar: fields.text(128).refine((id) => id === null || id === REGISTRAR, {
+    error: (issue) => `Registrar was not found ${describe({ id: String(issue.input) })}`,
   }).optional(),
 };
 
@@ -72,10 +79,19 @@ const LINE_LIST = {
     "provisioning_extension",
     "caller_id_name",
     "caller_id_num",
+    "registrar",
     "device_id",
   ],
   search: ["name", "protocol", "context", "provisioning_code", "caller_id_name", "caller_id_num"],
 };
+
+/** `GET /devices/{id}/lines` items: `{line_id, device_id}`, as the daemon this API follows. */
+const DEVICE_LINE_LIST = { fields: ["line_id", "device_id"], search: [] };
+
+/** `PUT /users/{id}/lines`: every line of the user, the main line first. */
+const userLinesSchema = z.object({
+  lines: z.array(z.object({ id: z.number().int("Not a valid integer.") })),
+});
 
 const USER_LIST = {
   fields: ["id", "uuid", "firstname", "lastname", "main_user"],
@@ -134,6 +150,7 @@ function lineView(
     provisioning_extension: line.provisioning_code,
     caller_id_name: line.caller_id_name,
     caller_id_num: line.caller_id_num,
+    registrar: REGISTRAR,
     device_id: line.device_id,
     endpoint_sip: endpoint("sip"),
     endpoint_sccp: endpoint("sccp"),
@@ -210,6 +227,10 @@ export const lineResource: Resource<
   },
   async create(tx, input, id) {
     await requireContext(tx, input.context);
+    const callerId = {
+      caller_id_name: input.caller_id_name ?? null,
+      caller_id_num: input.caller_id_num ?? null,
+    };
     return {
       id,
       name: await unusedValue(tx, lines, "name", newLineName),
@@ -218,8 +239,8 @@ export const lineResource: Resource<
       position: input.position ?? 1,
       provisioning_code: input.provisioning_code ??
         await unusedValue(tx, lines, "provisioning_code", newProvisioningCode),
-      caller_id_name: input.caller_id_name ?? null,
-      caller_id_num: input.caller_id_num ?? null,
+      ...callerId,
+      caller_id_explicit: callerId.caller_id_name !== null || callerId.caller_id_num !== null,
       device_id: null,
       endpoint: null,
       extension_ids: [],
@@ -227,8 +248,15 @@ export const lineResource: Resource<
     };
   },
   async update(tx, line, input) {
-    if (input.context !== undefined) await requireContext(tx, input.context);
-    return { ...line, ...input };
+    const { registrar: _registrar, ...changes } = input;
+    if (changes.context !== undefined) await requireContext(tx, changes.context);
+    const next = { ...line, ...changes };
+    if (changes.caller_id_name === undefined && changes.caller_id_num === undefined) return next;
+    // a caller id written with a value stays; written null (both parts), it follows the main user
+    if (next.caller_id_name !== null || next.caller_id_num !== null) {
+      return { ...next, caller_id_explicit: true };
+    }
+    return await followMainUserIn(tx, { ...next, caller_id_explicit: false });
   },
   beforeDelete(_tx, line) {
     const association = blockingAssociation(line);
@@ -274,20 +302,36 @@ export function lineRoutes(services: Services) {
         listItems(c, items, { ...LINE_LIST, fields: [...LINE_LIST.fields, "main_line"] }),
       );
     })
+    .put("/users/:id/lines", confdAcl(tokens, "confd.users.{id}.lines.update"), async (c) => {
+      const ids = (await readBody(c, userLinesSchema)).lines.map((line) => line.id);
+      if (new Set(ids).size !== ids.length) {
+        throw resourceError("Operation not permitted. Cannot associate same line more than once");
+      }
+      await commit((tx) => replaceUserLines(tx, c, ids));
+      return c.body(null, 204);
+    })
     .get(
-      "/users/:id/lines/main/associated/endpoints/sip",
-      confdAcl(tokens, "confd.users.{id}.lines.main.associated.endpoints.sip.read"),
+      "/users/:id/lines/:line_id/associated/endpoints/sip",
+      confdAcl(tokens, "confd.users.{id}.lines.{line_id}.associated.endpoints.sip.read"),
       async (c) => {
-        const user = await transact(store, (tx) => pathUser(tx, c));
-        const line = await mainLine(store, user);
-        if (!line) throw notFound(LINE, { user_uuid: user.uuid });
+        const line = await transact(store, (tx) => userLine(tx, c));
         const sip = line.endpoint?.type === "sip"
           ? await getEndpoint(store, "sip", line.endpoint.id)
           : null;
         if (!sip) throw notFound(ENDPOINT_LABELS.sip, { line_id: line.id });
         return c.json(endpointView(sip));
       },
-    );
+    )
+    .get("/lines/:id/devices", confdAcl(tokens, "confd.lines.{id}.devices.read"), async (c) => {
+      const line = await transact(store, (tx) => pathLine(tx, c));
+      if (line.device_id === null) throw notFound("LineDevice", { line_id: line.id });
+      return c.json({ line_id: line.id, device_id: line.device_id });
+    })
+    .get("/devices/:id/lines", confdAcl(tokens, "confd.devices.{id}.lines.read"), async (c) => {
+      const device = await transact(store, (tx) => loadDevice(tx, c.req.param("id")));
+      const items = device.line_ids.map((lineId) => ({ line_id: lineId, device_id: device.id }));
+      return c.json(listItems(c, items, DEVICE_LINE_LIST));
+    });
 
   addAssociationRoutes(
     "/lines/:id/devices/:device_id",
@@ -323,15 +367,16 @@ export function lineRoutes(services: Services) {
         throw already("Extension", LINE, { extension_id: extension.id, line_id: line.id });
       }
       if (line.user_ids.length) await requireUserRange(tx, extension);
-      tx.put(lines, { ...line, extension_ids: [...line.extension_ids, extension.id] });
+      const extensionIds = [...line.extension_ids, extension.id];
+      tx.put(lines, await followMainUserIn(tx, { ...line, extension_ids: extensionIds }));
       tx.put(extensions, { ...extension, line_id: line.id });
     },
-    (tx, { line, extension }) => {
+    async (tx, { line, extension }) => {
       if (extension.line_id !== line.id) {
         throw notAssociated(LINE, "Extension", { line_id: line.id, extension_id: extension.id });
       }
       const extensionIds = line.extension_ids.filter((id) => id !== extension.id);
-      tx.put(lines, { ...line, extension_ids: extensionIds });
+      tx.put(lines, await followMainUserIn(tx, { ...line, extension_ids: extensionIds }));
       tx.put(extensions, { ...extension, line_id: null });
     },
   );
@@ -348,18 +393,79 @@ export function lineRoutes(services: Services) {
       for (const id of line.extension_ids) {
         await requireUserRange(tx, await loadExtension(tx, id));
       }
-      tx.put(users, { ...user, line_ids: [...user.line_ids, line.id] });
-      tx.put(lines, { ...line, user_ids: [...line.user_ids, user.id] });
+      const linked = { ...user, line_ids: [...user.line_ids, line.id] };
+      tx.put(users, linked);
+      const userIds = [...line.user_ids, user.id];
+      tx.put(
+        lines,
+        await followMainUserIn(tx, { ...line, user_ids: userIds }, { users: [linked] }),
+      );
     },
-    (tx, { user, line, ids }) => {
+    async (tx, { user, line, ids }) => {
       if (!line.user_ids.includes(user.id)) throw notAssociated("User", LINE, ids);
-      tx.put(users, { ...user, line_ids: user.line_ids.filter((id) => id !== line.id) });
-      tx.put(lines, { ...line, user_ids: line.user_ids.filter((id) => id !== user.id) });
+      const unlinked = { ...user, line_ids: user.line_ids.filter((id) => id !== line.id) };
+      tx.put(users, unlinked);
+      const userIds = line.user_ids.filter((id) => id !== user.id);
+      tx.put(
+        lines,
+        await followMainUserIn(tx, { ...line, user_ids: userIds }, { users: [unlinked] }),
+      );
     },
   );
   for (const type of ENDPOINT_TYPES) addEndpointRoutes(type);
   app.route("/", resourceRoutes(services, lineResource));
   return app;
+
+  /**
+   * The line of `/users/{id}/lines/{line_id}/…`: `main` names the user's main line; another line
+   * must be one of the user's. 404 otherwise.
+   */
+  async function userLine(tx: Transaction, c: Context): Promise<LineRecord> {
+    const user = await pathUser(tx, c);
+    if (c.req.param("line_id") === "main") {
+      const id = user.line_ids[0];
+      const main = id === undefined ? null : await tx.get(lines, id);
+      if (!main) throw notFound(LINE, { user_uuid: user.uuid });
+      return main;
+    }
+    const line = await loadLine(tx, pathId(c, LINE, "line_id"));
+    if (!user.line_ids.includes(line.id)) {
+      throw notFound("UserLine", { user_id: user.id, line_id: line.id });
+    }
+    return line;
+  }
+
+  /**
+   * Makes `ids` the lines of the path's user, in that order (the first is the main line): the
+   * user joins the new lines (last of their users) and leaves the others; every line that changed
+   * follows its main user's caller id. Any refusal leaves everything as it was.
+   */
+  async function replaceUserLines(tx: Transaction, c: Context, ids: number[]): Promise<void> {
+    const user = await pathUser(tx, c);
+    const chosen: LineRecord[] = [];
+    for (const id of ids) {
+      const line = await tx.get(lines, id);
+      if (!line) throw inputError("lines", `Line was not found ${describe({ id })}`);
+      chosen.push(line);
+    }
+    const changed: LineRecord[] = [];
+    for (const line of chosen) {
+      if (line.user_ids.includes(user.id)) continue;
+      for (const id of line.extension_ids) {
+        await requireUserRange(tx, await loadExtension(tx, id));
+      }
+      changed.push({ ...line, user_ids: [...line.user_ids, user.id] });
+    }
+    for (const id of user.line_ids.filter((id) => !ids.includes(id))) {
+      const line = await tx.get(lines, id);
+      if (line) changed.push({ ...line, user_ids: line.user_ids.filter((u) => u !== user.id) });
+    }
+    const updated: UserRecord = { ...user, line_ids: ids };
+    tx.put(users, updated);
+    for (const line of changed) {
+      tx.put(lines, await followMainUserIn(tx, line, { users: [updated] }));
+    }
+  }
 
   /**
    * PUT (`link`) and DELETE (`unlink`) of `path`, ACLs `<acl>.update` and `<acl>.delete`: each

@@ -15,6 +15,7 @@ import { entityRoutes } from "./entities.ts";
 import { labelRoutes } from "./labels.ts";
 import { switchboardRoutes } from "./switchboards.ts";
 import { agentRoutes } from "./agents.ts";
+import { userAgentRoutes } from "./user_agents.ts";
 import { queueRoutes } from "./queues.ts";
 import { webServiceUserRoutes } from "./webservice_users.ts";
 import { callQualificationRoutes } from "./call_qualifications.ts";
@@ -42,6 +43,7 @@ const areas = [
   labelRoutes,
   switchboardRoutes,
   agentRoutes,
+  userAgentRoutes,
   queueRoutes,
   webServiceUserRoutes,
   callQualificationRoutes,

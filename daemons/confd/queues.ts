@@ -7,6 +7,7 @@
  */
 import { type Context, Hono } from "hono";
 import { z } from "zod";
+import { changeMembership } from "../../lib/agent_control.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { agents } from "../../lib/store/agents.ts";
@@ -123,17 +124,16 @@ export const queueResource: Resource<QueueRecord, QueueView> = {
 };
 
 /** Agent members: associate (or change the penalty) and dissociate. */
-function memberRoutes({ store, tokens }: Services) {
+function memberRoutes(services: Services) {
+  const { tokens } = services;
   const path = "/queues/:id/members/agents/:agent_id";
   const acl = "confd.queues.{id}.members.agents.{agent_id}";
-  /** Applies `change` to the queue, the agent written back so a concurrent delete sees it. */
+  /** Applies `change` to the queue; a logged-in agent follows it live (lib/agent_control.ts). */
   const write = (c: Context, change: (queue: QueueRecord, agentId: number) => QueueRecord) =>
-    transact(store, async (tx) => {
-      const queue = await loadOr404(tx, queues, "Queue", pathId(c, "Queue"));
-      const agent = await loadOr404(tx, agents, "Agent", pathId(c, "Agent", "agent_id"));
-      tx.put(queues, change(queue, agent.id));
-      tx.put(agents, agent);
-    });
+    changeMembership(services, async (tx) => ({
+      queue: await loadOr404(tx, queues, "Queue", pathId(c, "Queue")),
+      agent: await loadOr404(tx, agents, "Agent", pathId(c, "Agent", "agent_id")),
+    }), (queue, agent) => change(queue, agent.id));
 
   return new Hono<AppEnv>()
     .put(path, confdAcl(tokens, `${acl}.update`), async (c) => {

@@ -1,6 +1,7 @@
 /**
  * `/1.1/users`: users addressed by id or uuid, their services (DND, incoming call filter) and
  * forwards. A user with a username and a password is a CTI user (one record, `lib/store/users.ts`).
+ * The lines a user is the main user of follow its caller id (`followUserInLines`).
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -10,9 +11,10 @@ import type { Services } from "../../lib/services.ts";
 import { deleteContactsOfUser } from "../../lib/store/contacts.ts";
 import { deletePushTokensOfUser } from "../../lib/store/push_tokens.ts";
 import { extensions } from "../../lib/store/extensions.ts";
-import { lines } from "../../lib/store/lines.ts";
+import { followUserInLines, lines } from "../../lib/store/lines.ts";
 import { transact, type Transaction } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
+import { switchboards } from "../../lib/store/switchboards.ts";
 import {
   FORWARD_KINDS,
   InvalidUserServices,
@@ -20,6 +22,7 @@ import {
   setForward,
   setForwards,
   setService,
+  setServices,
   type UserServicesResult,
 } from "../../lib/user_services.ts";
 import {
@@ -204,6 +207,15 @@ const forwardsSchema = z.object(
 
 const serviceSchema = z.object({ enabled: fields.boolean() });
 
+/** `PUT /users/{id}/services`: the services present change; one without `enabled` keeps it. */
+const serviceChange = z.object({ enabled: fields.boolean().optional() }).optional();
+const servicesSchema = z.object(
+  Object.fromEntries(SERVICE_NAMES.map((name) => [name, serviceChange])),
+);
+
+/** User fields a line's caller id is made of (`mainUserCallerId`). */
+const CALLER_ID_FIELDS = ["caller_id", "firstname", "lastname"] as const;
+
 /**
  * Runs a change of DND or forwards through `lib/user_services.ts`, as the 2.0 routes do (so the
  * `UserConfigUpdate` event and the platform follow); its refusals become `Input Error`s.
@@ -228,17 +240,6 @@ async function changeServices(
 export function userRoutes(services: Services) {
   const { store, tokens } = services;
   const conflict = { label: "User" };
-
-  /** Reads the user, lets `change` build its new version, and writes it, in one transaction. */
-  const updateUser = (
-    idOrUuid: string,
-    change: (user: UserRecord) => Promise<UserRecord> | UserRecord,
-  ) =>
-    withConflicts(conflict, () =>
-      transact(store, async (tx) => {
-        const user = await loadUser(tx, idOrUuid);
-        tx.put(users, await change(user));
-      }));
 
   const readUser = (idOrUuid: string) => transact(store, (tx) => loadUser(tx, idOrUuid));
 
@@ -270,13 +271,23 @@ export function userRoutes(services: Services) {
     })
     .put("/users/:id", confdAcl(tokens, "confd.users.{id}.update"), async (c) => {
       const input = await readBody(c, userUpdateSchema);
-      await updateUser(c.req.param("id"), (user) => applyFields(user, input));
+      const callerIdChanges = CALLER_ID_FIELDS.some((field) => input[field] !== undefined);
+      await withConflicts(conflict, () =>
+        transact(store, async (tx) => {
+          const user = await applyFields(await loadUser(tx, c.req.param("id")), input);
+          tx.put(users, user);
+          if (callerIdChanges) await followUserInLines(tx, user);
+        }));
       return c.body(null, 204);
     })
     .delete("/users/:id", confdAcl(tokens, "confd.users.{id}.delete"), async (c) => {
       const userId = await transact(store, async (tx) => {
         const user = await loadUser(tx, c.req.param("id"));
-        const association = blockingAssociation(user);
+        // read through the transaction: a switchboard taking the user meanwhile reruns the delete
+        const member = (await tx.all(switchboards)).some((switchboard) =>
+          (switchboard.member_user_ids ?? []).includes(user.id)
+        );
+        const association = blockingAssociation(user) ?? (member ? "Switchboard" : null);
         if (association) throw resourceError(`User is associated with a ${association}`);
         tx.remove(users, user.id);
         return user.id;
@@ -288,6 +299,19 @@ export function userRoutes(services: Services) {
     })
     .get("/users/:id/services", confdAcl(tokens, "confd.users.{id}.services.read"), async (c) => {
       return c.json((await readUser(c.req.param("id"))).services);
+    })
+    .put("/users/:id/services", confdAcl(tokens, "confd.users.{id}.services.update"), async (c) => {
+      const input = await readBody(c, servicesSchema) as Partial<
+        Record<ServiceName, { enabled?: boolean }>
+      >;
+      const { id } = await readUser(c.req.param("id"));
+      const changes: Partial<Record<ServiceName, boolean>> = {};
+      for (const service of SERVICE_NAMES) {
+        const enabled = input[service]?.enabled;
+        if (enabled !== undefined) changes[service] = enabled;
+      }
+      await changeServices(() => setServices(services, id, changes), id);
+      return c.body(null, 204);
     })
     .get(
       "/users/:id/services/:service",

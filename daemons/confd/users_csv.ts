@@ -1,9 +1,9 @@
 /**
  * `/1.1/users/import` (POST creates, PUT updates by uuid) and `/1.1/users/export`: users as CSV.
- * An import is all or nothing (decisions §10): every row is checked first, every error of every
- * row is answered at once, and only a file without errors is written, through a journaled bulk
- * write. One row may create a user with its line, SIP or SCCP endpoint, extension, voicemail and
- * call permissions.
+ * An import is all or nothing (decisions §10): every row is checked first, every bad field of
+ * every row is answered at once, and only a file without errors is written, through a journaled
+ * bulk write. One row may create a user with its line (whose caller id follows the user), SIP or
+ * SCCP endpoint, extension, voicemail and call permissions.
  */
 import { Hono } from "hono";
 import type { z } from "zod";
@@ -21,7 +21,15 @@ import {
   sipEndpoints,
 } from "../../lib/store/endpoints.ts";
 import { type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
-import { type LineRecord, lines, newLineName, newProvisioningCode } from "../../lib/store/lines.ts";
+import {
+  callerIdIsExplicit,
+  followMainUser,
+  type LineRecord,
+  lines,
+  newLineName,
+  newProvisioningCode,
+  sameCallerId,
+} from "../../lib/store/lines.ts";
 import { randomText, type UniqueConflict } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { buildUser, type UserRecord, users } from "../../lib/store/users.ts";
@@ -70,11 +78,38 @@ const CLEARABLE = USER_COLUMNS.filter((column) =>
 
 type Row = Record<string, string>;
 
-/** An error of one row, worded as the daemon words errors. */
-class RowError extends Error {}
+/**
+ * The errors of one row, worded as the daemon words errors, in the order the fields are checked:
+ * a row reports every bad field, not only the first.
+ */
+class RowErrors {
+  readonly messages: string[] = [];
+  readonly #fields = new Set<string>();
 
-const rowError = (field: string, reason: string) =>
-  new RowError(`Input Error - field '${field}': ${reason}`);
+  /** Records that `field` is bad; a field already reported is not reported again. */
+  add(field: string, reason: string): void {
+    if (this.#fields.has(field)) return;
+    this.#fields.add(field);
+    this.messages.push(`Input Error - field '${field}': ${reason}`);
+  }
+
+  get empty(): boolean {
+    return this.messages.length === 0;
+  }
+}
+
+/** Thrown by a row's plan when its {@link RowErrors} are not empty. */
+class BadRow extends Error {
+  constructor(readonly messages: string[]) {
+    super(messages.join("; "));
+  }
+}
+
+/** `value` when `errors` is empty, else throws them. */
+function unlessErrors<T>(errors: RowErrors, value: () => T): T {
+  if (!errors.empty) throw new BadRow(errors.messages);
+  return value();
+}
 
 /** Reads the CSV body; a file-level problem answers 400 at once. */
 async function readTable(c: { req: { text(): Promise<string> } }, required: string) {
@@ -104,36 +139,64 @@ async function readTable(c: { req: { text(): Promise<string> } }, required: stri
   return table;
 }
 
-/** The typed value of a cell: booleans `true`/`false` (or `1`/`0`), integers, else text. */
-function cell(row: Row, column: string): unknown {
+/**
+ * The typed value of a cell: booleans `true`/`false` (or `1`/`0`), integers, else text; undefined
+ * when empty, or bad (recorded in `errors`).
+ */
+function cell(row: Row, column: string, errors: RowErrors): unknown {
   const raw = row[column];
   if (raw === undefined || raw === "") return undefined;
   if (BOOLEAN_COLUMNS.has(column)) {
     if (raw === "true" || raw === "1") return true;
     if (raw === "false" || raw === "0") return false;
-    throw rowError(column, "Not a valid boolean.");
+    errors.add(column, "Not a valid boolean.");
+    return undefined;
   }
   if (INTEGER_COLUMNS.has(column)) {
-    if (!/^-?\d{1,9}$/.test(raw)) throw rowError(column, "Not a valid integer.");
-    return Number(raw);
+    if (/^-?\d{1,9}$/.test(raw)) return Number(raw);
+    errors.add(column, "Not a valid integer.");
+    return undefined;
   }
   return raw;
 }
 
-/** The user fields of a row, checked by the same schema as `POST /users` (or PUT). */
-function userFields<T extends z.ZodType>(row: Row, schema: T): z.infer<T> {
+/**
+ * The user fields of a row, checked by the same schema as `POST /users` (or PUT); every bad field
+ * goes to `errors` (null then).
+ */
+function userFields<T extends z.ZodType>(
+  row: Row,
+  schema: T,
+  errors: RowErrors,
+): z.infer<T> | null {
   const input: Record<string, unknown> = {};
   for (const column of USER_COLUMNS) {
     if (column === "uuid") continue;
-    const value = cell(row, column);
+    const value = cell(row, column, errors);
     if (value !== undefined) input[column] = value;
   }
   const result = schema.safeParse(input);
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    throw rowError(issue.path.join(".") || "row", issue.message);
+  if (result.success) return result.data;
+  for (const issue of result.error.issues) errors.add(issue.path.join(".") || "row", issue.message);
+  return null;
+}
+
+/** The call permission names of a row's `call_permissions` cell; unknown ones go to `errors`. */
+function permissionNames(
+  row: Row,
+  refs: Awaited<ReturnType<typeof referenceData>>,
+  errors: RowErrors,
+): string[] {
+  const names = (row.call_permissions ?? "").split(";").map((name) => name.trim())
+    .filter(Boolean);
+  const unknown = names.filter((name) => !refs.permissions.has(name));
+  if (unknown.length) {
+    errors.add(
+      "call_permissions",
+      unknown.map((name) => `CallPermission was not found ('name': '${name}')`).join(", "),
+    );
   }
-  return result.data;
+  return names;
 }
 
 /** What the import reads once: contexts by name and call permissions by name. */
@@ -160,80 +223,81 @@ interface RowPlan {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** The plan of one row, or {@link BadRow} with every bad field of the row. */
 function planRow(line: number, row: Row, refs: Awaited<ReturnType<typeof referenceData>>): RowPlan {
-  const user: RowPlan["user"] = userFields(row, userCreateSchema);
-  if (row.uuid) {
-    if (!UUID.test(row.uuid)) throw rowError("uuid", "Not a valid UUID.");
-    user.uuid = row.uuid.toLowerCase();
-  }
+  const errors = new RowErrors();
+  const user = userFields(row, userCreateSchema, errors) as RowPlan["user"] | null;
+  if (row.uuid && !UUID.test(row.uuid)) errors.add("uuid", "Not a valid UUID.");
   const protocol = row.line_protocol || null;
   if (protocol !== null && protocol !== "sip" && protocol !== "sccp") {
-    throw rowError("line_protocol", "Must be one of: sip, sccp.");
+    errors.add("line_protocol", "Must be one of: sip, sccp.");
   }
   const context = row.context || null;
   const exten = row.exten || null;
   if ((context || exten || row.sip_username || row.sip_secret) && !protocol) {
-    throw rowError("line_protocol", "A line needs a protocol.");
+    errors.add("line_protocol", "A line needs a protocol.");
   }
-  if (protocol && !context) throw rowError("context", "A line needs a context.");
+  if (protocol && !context) errors.add("context", "A line needs a context.");
   const contextRecord = context ? refs.contexts.get(context) : undefined;
   if (context && !contextRecord) {
-    throw rowError("context", `Context was not found ('name': '${context}')`);
+    errors.add("context", `Context was not found ('name': '${context}')`);
   }
-  if (exten && !inRanges(exten, contextRecord!.user_ranges)) {
-    throw rowError("exten", `Exten ${exten} is outside the user ranges of context ${context}.`);
+  if (exten && contextRecord && !inRanges(exten, contextRecord.user_ranges)) {
+    errors.add("exten", `Exten ${exten} is outside the user ranges of context ${context}.`);
   }
-  if ((row.sip_username || row.sip_secret) && protocol !== "sip") {
-    throw rowError("sip_username", "SIP columns need line_protocol sip.");
+  if ((row.sip_username || row.sip_secret) && protocol && protocol !== "sip") {
+    errors.add(
+      row.sip_username ? "sip_username" : "sip_secret",
+      "SIP columns need line_protocol sip.",
+    );
   }
   for (const column of ["sip_username", "sip_secret"] as const) {
     if (row[column] && !/^[a-zA-Z0-9_.+-]{1,80}$/.test(row[column]!)) {
-      throw rowError(column, "Must be 1 to 80 letters, digits or _ . + -.");
+      errors.add(column, "Must be 1 to 80 letters, digits or _ . + -.");
     }
   }
-  const permissions = (row.call_permissions ?? "").split(";").map((name) => name.trim())
-    .filter(Boolean);
-  for (const name of permissions) {
-    if (!refs.permissions.has(name)) {
-      throw rowError("call_permissions", `CallPermission was not found ('name': '${name}')`);
-    }
-  }
-  return {
+  const permissions = permissionNames(row, refs, errors);
+  const voicemail = planVoicemail(row, contextRecord ? context : null, refs, errors);
+  return unlessErrors(errors, () => ({
     line,
-    user,
-    protocol,
+    user: { ...user!, ...(row.uuid ? { uuid: row.uuid.toLowerCase() } : {}) },
+    protocol: protocol as RowPlan["protocol"],
     context,
     exten,
     sip: { username: row.sip_username || null, secret: row.sip_secret || null },
-    voicemail: planVoicemail(row, context, refs),
+    voicemail,
     permissions,
-  };
+  }));
 }
 
+/** The voicemail of a row, or null without voicemail columns; bad fields go to `errors`. */
 function planVoicemail(
   row: Row,
   lineContext: string | null,
   refs: Awaited<ReturnType<typeof referenceData>>,
+  errors: RowErrors,
 ): RowPlan["voicemail"] {
   if (!VOICEMAIL_COLUMNS.some((column) => row[column])) return null;
   const name = row.voicemail_name ?? "";
   const number = row.voicemail_number ?? "";
   if (!name || name.length > 80) {
-    throw rowError("voicemail_name", "Required, at most 80 characters.");
+    errors.add("voicemail_name", "Required, at most 80 characters.");
   }
-  if (!/^\d{1,40}$/.test(number)) throw rowError("voicemail_number", "Must be 1 to 40 digits.");
+  if (!/^\d{1,40}$/.test(number)) errors.add("voicemail_number", "Must be 1 to 40 digits.");
   const context = row.voicemail_context || lineContext || "default";
   if (!refs.contexts.has(context)) {
-    throw rowError("voicemail_context", `Context was not found ('name': '${context}')`);
+    errors.add("voicemail_context", `Context was not found ('name': '${context}')`);
   }
   const password = row.voicemail_password || null;
   if (password !== null && !/^\d{1,80}$/.test(password)) {
-    throw rowError("voicemail_password", "Must be digits.");
+    errors.add("voicemail_password", "Must be digits.");
   }
   const email = row.voicemail_email || null;
   if (email !== null && !/^[^@\s]+@[^@\s]+$/.test(email)) {
-    throw rowError("voicemail_email", "Not a valid email address.");
+    errors.add("voicemail_email", "Not a valid email address.");
   }
+  const flag = (column: string, otherwise: boolean) =>
+    (cell(row, column, errors) as boolean | undefined) ?? otherwise;
   return {
     name,
     number,
@@ -244,9 +308,9 @@ function planVoicemail(
     language: null,
     timezone: null,
     max_messages: null,
-    attach_audio: (cell(row, "voicemail_attach_audio") as boolean | undefined) ?? false,
-    delete_messages: (cell(row, "voicemail_delete_messages") as boolean | undefined) ?? false,
-    ask_password: (cell(row, "voicemail_ask_password") as boolean | undefined) ?? true,
+    attach_audio: flag("voicemail_attach_audio", false),
+    delete_messages: flag("voicemail_delete_messages", false),
+    ask_password: flag("voicemail_ask_password", true),
     enabled: true,
     options: [],
   };
@@ -338,6 +402,7 @@ async function buildRecords(
         provisioning_code: draw(codes, newProvisioningCode),
         caller_id_name: null,
         caller_id_num: null,
+        caller_id_explicit: false,
         device_id: null,
         endpoint: null,
         extension_ids: [],
@@ -376,7 +441,7 @@ async function buildRecords(
         result.extension_id = extension.id;
         add(extensions, extension);
       }
-      add(lines, line);
+      add(lines, followMainUser(line, user, plan.exten));
     }
     if (plan.voicemail) {
       const voicemail: VoicemailRecord = {
@@ -434,7 +499,7 @@ async function writeAll(
   await bulkWrite(store, items);
 }
 
-/** Plans every row, collecting the errors of all rows. */
+/** Plans every row, collecting every error of every row, in row order. */
 function planAll<T>(table: { line: number; row: Row }[], plan: (line: number, row: Row) => T): T[] {
   const errors: string[] = [];
   const plans: T[] = [];
@@ -442,8 +507,8 @@ function planAll<T>(table: { line: number; row: Row }[], plan: (line: number, ro
     try {
       plans.push(plan(line, row));
     } catch (error) {
-      if (!(error instanceof RowError)) throw error;
-      errors.push(`Line ${line}: ${error.message}`);
+      if (!(error instanceof BadRow)) throw error;
+      errors.push(...error.messages.map((message) => `Line ${line}: ${message}`));
     }
   }
   if (errors.length) throw new ConfdError(400, errors);
@@ -459,25 +524,42 @@ async function importCreate(store: Store, table: { line: number; row: Row }[]) {
   return created;
 }
 
+/** User fields a line's caller id is made of (`mainUserCallerId`). */
+const CALLER_ID_FIELDS = ["caller_id", "firstname", "lastname"];
+
+/**
+ * The lines whose main user is one of `changed` (as they now are) and whose caller id follows it
+ * and changes, as bulk items: the line as it becomes and as it was.
+ */
+async function linesFollowing(store: Store, changed: UserRecord[]) {
+  if (!changed.length) return [];
+  const byId = new Map(changed.map((user) => [user.id, user]));
+  const extensionById = new Map((await extensions.all(store)).map((e) => [e.id, e]));
+  return (await lines.all(store)).flatMap((line) => {
+    const user = byId.get(line.user_ids[0] ?? 0);
+    if (!user || callerIdIsExplicit(line)) return [];
+    const first = extensionById.get(line.extension_ids[0] ?? 0);
+    const record = followMainUser(line, user, first?.exten ?? null);
+    return sameCallerId(line, record) ? [] : [{ record, previous: line }];
+  });
+}
+
 /** `PUT /users/import`: updates the users named by `uuid` with the user columns present. */
 async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
   const refs = await referenceData(store);
   const plans = planAll(table, (line, row) => {
-    if (!row.uuid || !UUID.test(row.uuid)) throw rowError("uuid", "A valid uuid is required.");
-    const fields = userFields(row, userUpdateSchema);
-    // an empty cell clears a text field; booleans and numbers keep their value
-    for (const column of CLEARABLE) {
-      if (row[column] === "") (fields as Record<string, unknown>)[column] = null;
-    }
-    const permissions = "call_permissions" in row
-      ? (row.call_permissions ?? "").split(";").map((name) => name.trim()).filter(Boolean)
-      : null;
-    for (const name of permissions ?? []) {
-      if (!refs.permissions.has(name)) {
-        throw rowError("call_permissions", `CallPermission was not found ('name': '${name}')`);
+    const errors = new RowErrors();
+    const uuid = row.uuid ?? "";
+    if (!UUID.test(uuid)) errors.add("uuid", "A valid uuid is required.");
+    const fields = userFields(row, userUpdateSchema, errors);
+    const permissions = "call_permissions" in row ? permissionNames(row, refs, errors) : null;
+    return unlessErrors(errors, () => {
+      // an empty cell clears a text field; booleans and numbers keep their value
+      for (const column of CLEARABLE) {
+        if (row[column] === "") (fields as Record<string, unknown>)[column] = null;
       }
-    }
-    return { line, uuid: row.uuid.toLowerCase(), fields, permissions };
+      return { line, uuid: uuid.toLowerCase(), fields: fields!, permissions };
+    });
   });
   const errors: string[] = [];
   const entries: { item: BulkItem; row: number }[] = [];
@@ -490,6 +572,7 @@ async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
     return changedPermissions.get(id)!;
   };
   const updated: Record<string, unknown>[] = [];
+  const callerIdChanged: UserRecord[] = [];
   for (const [row, plan] of plans.entries()) {
     const previous = await users.findBy(store, "uuid", plan.uuid);
     if (!previous) {
@@ -518,9 +601,13 @@ async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
       user.callpermission_ids = wanted;
     }
     entries.push({ item: { collection: users as never, record: user, previous }, row });
+    if (CALLER_ID_FIELDS.some((field) => field in fields)) callerIdChanged.push(user);
     updated.push({ row_number: plan.line, user_id: user.id, user_uuid: user.uuid });
   }
   if (errors.length) throw new ConfdError(400, errors);
+  for (const line of await linesFollowing(store, callerIdChanged)) {
+    entries.push({ item: { collection: lines as never, ...line }, row: -1 });
+  }
   for (const changed of changedPermissions.values()) {
     const previous = [...refs.permissions.values()].find((p) => p.id === changed.id);
     entries.push({

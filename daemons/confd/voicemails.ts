@@ -1,13 +1,16 @@
 /**
  * `/1.1/voicemails` and `/1.1/users/{id}/voicemails`: mailboxes, `(number, context)` unique. A
  * user has at most one voicemail; no line is needed (15.15); a voicemail id that does not exist
- * is 400, not 404 (14.16); voicemails stay editable while associated (15.15).
+ * is 400, not 404 (14.16); voicemails stay editable while associated (15.15). A voicemail shows
+ * its users as `{id, uuid, firstname, lastname}`.
  */
 import type { Context } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
-import type { Transaction } from "../../lib/store/records.ts";
+import { transact, type Transaction } from "../../lib/store/records.ts";
+import type { Store } from "../../lib/store/store.ts";
+import { users } from "../../lib/store/users.ts";
 import {
   linkUserVoicemail,
   unlinkUserVoicemail,
@@ -16,10 +19,11 @@ import {
 } from "../../lib/store/voicemails.ts";
 import { check, fields } from "./body.ts";
 import { type Resource, resourceRoutes } from "./crud.ts";
-import { associationHandler, userListHandler, withUsers } from "./entities.ts";
+import { associationHandler, userListHandler } from "./entities.ts";
 import { alreadyExists, describe, inputError, resourceError } from "./errors.ts";
 import { requireContext } from "./extensions.ts";
 import { confdAcl } from "./guard.ts";
+import { loadUser } from "./users.ts";
 
 const digits = (max: number) =>
   z.string().regex(/^\d+$/, "Must be digits.").max(max, `Longer than maximum length ${max}.`);
@@ -41,11 +45,30 @@ const schema = z.object({
   options: z.array(z.tuple([z.string(), z.string()])).optional(),
 });
 
-export const voicemailResource: Resource<VoicemailRecord, ReturnType<typeof withUsers>> = {
+/** The views of `records`: `users: [{id, uuid, firstname, lastname}]`, users read at once. */
+async function voicemailViews(store: Store, records: VoicemailRecord[]) {
+  const ids = [...new Set(records.flatMap((record) => record.user_ids))];
+  const found = await Promise.all(ids.map((id) => users.get(store, id)));
+  const byId = new Map(found.filter((user) => user !== null).map((user) => [user.id, user]));
+  return records.map(({ user_ids, ...voicemail }) => ({
+    ...voicemail,
+    users: user_ids.flatMap((id) => {
+      const user = byId.get(id);
+      if (!user) return [];
+      const { uuid, firstname, lastname } = user;
+      return [{ id, uuid, firstname, lastname }];
+    }),
+  }));
+}
+
+export const voicemailResource: Resource<
+  VoicemailRecord,
+  Awaited<ReturnType<typeof voicemailViews>>[number]
+> = {
   path: "/voicemails",
   label: "Voicemail",
   collection: voicemails,
-  view: withUsers,
+  views: voicemailViews,
   fields: [
     "id",
     "name",
@@ -109,7 +132,10 @@ async function loadVoicemail(tx: Transaction, c: Context<AppEnv>): Promise<Voice
   return voicemail;
 }
 
-/** The voicemail CRUD routes and the user → voicemail association routes. */
+/**
+ * The voicemail CRUD routes and the user → voicemail association routes; `DELETE
+ * /users/{id}/voicemails` dissociates the user's voicemail, whichever it is (204 when none).
+ */
 export function voicemailRoutes(services: Services) {
   const { store, tokens } = services;
   const one = "/users/:id/voicemails/:voicemail_id";
@@ -121,6 +147,20 @@ export function voicemailRoutes(services: Services) {
         store,
         ({ id, voicemail_id }) => voicemail_id === null ? [] : [{ user_id: id, voicemail_id }],
       ),
+    )
+    .delete(
+      "/users/:id/voicemails",
+      confdAcl(tokens, "confd.users.{id}.voicemails.delete"),
+      async (c) => {
+        await transact(store, async (tx) => {
+          const user = await loadUser(tx, c.req.param("id"));
+          if (user.voicemail_id === null) return;
+          const voicemail = await tx.get(voicemails, user.voicemail_id);
+          if (voicemail) unlinkUserVoicemail(tx, user, voicemail);
+          else tx.put(users, { ...user, voicemail_id: null });
+        });
+        return c.body(null, 204);
+      },
     )
     .put(
       one,

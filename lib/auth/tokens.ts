@@ -80,14 +80,15 @@ export class Tokens {
   }
 
   /**
-   * Signs a token for `identity`, valid for the configured time to live.
+   * Signs a token for `identity`, valid for `ttl` seconds: the configured time to live unless the
+   * caller asks for another (the xivo-auth route's `expiration`, at most the configured one).
    *
    * @example
    * const { token } = await tokens.issue({ userId: "1", login: "alice", userType: "cti", acls: ["alias.ctiuser"] });
    */
-  async issue(identity: Identity): Promise<IssuedToken> {
+  async issue(identity: Identity, ttl: number = this.ttl): Promise<IssuedToken> {
     const issuedAt = this.clock.now();
-    const expiresAt = issuedAt + this.ttl * 1000;
+    const expiresAt = issuedAt + ttl * 1000;
     const token = await new SignJWT({
       login: identity.login,
       expiresAt,
@@ -102,7 +103,7 @@ export class Tokens {
       .setExpirationTime(Math.floor(expiresAt / 1000))
       .setJti(crypto.randomUUID())
       .sign(this.key);
-    return { token, ttl: this.ttl };
+    return { token, ttl };
   }
 
   /**

@@ -157,6 +157,12 @@ export interface Platform {
   agentLogout(agentId: number): Promise<void>;
   agentPause(agentId: number, reason: string | null): Promise<void>;
   agentUnpause(agentId: number): Promise<void>;
+  /**
+   * The agent's queue memberships changed in the configuration (joined, left, another penalty):
+   * a logged-in agent follows them now. Nothing happens for an agent that is not logged in; a PBX
+   * that cannot be reached now catches up when it can (no error).
+   */
+  agentQueuesChanged(agentId: number): Promise<void>;
   /** The agent's presence; a never-logged agent is logged out. */
   agentPresence(agentId: number): Promise<AgentPresence>;
   /** The status of each number (decisions §3); numbers that are no extension answer -2. */

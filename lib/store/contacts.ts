@@ -9,6 +9,9 @@
  * - `["contacts_meta", userId]` holds how many contacts the user has. Every write of the user's
  *   contacts sets it in the same atomic operation, checked against the versionstamp it was read
  *   with, so the limit check costs one read and any concurrent change makes the loser try again.
+ * - `["contacts_seq", userId]` holds the last creation number given to one of the user's contacts
+ *   (each contact's `created`): creation order, for the list view's and the export's ties. It only
+ *   grows, deletions aside, and is written with the contacts it numbers.
  */
 import { createHash } from "node:crypto";
 import { localWriteCount, noteLocalWrite } from "./records.ts";
@@ -36,6 +39,11 @@ export interface ContactRecord extends ContactFields {
   id: string;
   /** Shown in the list view's Favorite column; not part of the content nor of the CSV. */
   favorite: boolean;
+  /**
+   * Creation order among the user's contacts: 1, 2, 3… in the order they were created (an import
+   * numbers its lines in file order). Absent on contacts stored before it existed.
+   */
+  created?: number;
 }
 
 /** Longest field, in characters (decisions §3). */
@@ -91,6 +99,7 @@ const contentKey = (userId: number, hash: string): Deno.KvKey => [
   hash,
 ];
 const metaKey = (userId: number): Deno.KvKey => ["contacts_meta", userId];
+const seqKey = (userId: number): Deno.KvKey => ["contacts_seq", userId];
 
 /** The hash of a contact's content: equal contents (decisions §3 duplicates) hash alike. */
 export function contentHash(fields: ContactFields): string {
@@ -242,16 +251,22 @@ export async function createContact(
 ): Promise<CreateOutcome> {
   const hash = contentHash(fields);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const [meta, taken] = await store.getMany<unknown>([metaKey(userId), contentKey(userId, hash)]);
+    const [meta, taken, seq] = await store.getMany<unknown>([
+      metaKey(userId),
+      contentKey(userId, hash),
+      seqKey(userId),
+    ]);
     if (taken!.value) return { status: "duplicate" };
     const count = (meta!.value as number | null) ?? 0;
     if (count >= max) return { status: "limit" };
-    const contact: ContactRecord = { id: crypto.randomUUID(), ...fields, favorite };
+    const created = ((seq!.value as number | null) ?? 0) + 1;
+    const contact: ContactRecord = { id: crypto.randomUUID(), ...fields, favorite, created };
     const result = await commitContacts(store, (op) =>
-      op.check(meta!, taken!)
+      op.check(meta!, taken!, seq!)
         .set(contactKey(userId, contact.id), contact)
         .set(contentKey(userId, hash), contact.id)
-        .set(metaKey(userId), count + 1));
+        .set(metaKey(userId), count + 1)
+        .set(seqKey(userId), created));
     if (result.ok) return { status: "created", contact };
   }
   throw abandoned();
@@ -358,6 +373,7 @@ export async function deleteAllContacts(store: Store, userId: number): Promise<v
 export async function deleteContactsOfUser(store: Store, userId: number): Promise<void> {
   await deleteAllContacts(store, userId);
   await store.delete(metaKey(userId));
+  await store.delete(seqKey(userId));
 }
 
 export type ImportOutcome =
@@ -377,16 +393,21 @@ const TOTAL_BUDGET = 640_000;
 interface ImportState {
   versionstamp: string | null;
   count: number;
+  /** The last creation number given, and the versionstamp it was read at. */
+  seq: number;
+  seqVersionstamp: string | null;
   /** Content hashes of the user's contacts, and of the candidates taken so far. */
   seen: Set<string>;
 }
 
 async function importState(store: Store, userId: number): Promise<ImportState> {
-  const meta = await store.get<number>(metaKey(userId));
+  const [meta, seq] = await store.getMany<number>([metaKey(userId), seqKey(userId)]);
   const index = await store.list<string>({ prefix: ["contacts_by_content", userId] });
   return {
-    versionstamp: meta.versionstamp,
-    count: meta.value ?? 0,
+    versionstamp: meta!.versionstamp,
+    count: meta!.value ?? 0,
+    seq: seq!.value ?? 0,
+    seqVersionstamp: seq!.versionstamp,
     seen: new Set(index.map((entry) => entry.key[2] as string)),
   };
 }
@@ -402,7 +423,7 @@ const KEYS_SIZE = 160;
 /**
  * Creates contacts from valid, trimmed `candidates` in their order: a candidate equal to an
  * existing contact or to an earlier candidate is a duplicate, one past `max` contacts hits the
- * limit. Writes go in atomic operations of many contacts, each checked against the count's
+ * limit. The contacts created are numbered (`created`) in the candidates' order. Writes go in atomic operations of many contacts, each checked against the count's
  * versionstamp: when another request changed the user's contacts meanwhile, the state is read
  * again and the lines from that operation on are decided again. A store failure midway leaves the
  * operations already committed (each whole, the count right).
@@ -437,6 +458,7 @@ export async function importContacts(
         id: crypto.randomUUID(),
         ...candidates[next]!,
         favorite: false,
+        created: state.seq + batch.length + 1,
       };
       const size = estimatedSize(contact);
       if (keyBytes + KEYS_SIZE > KEY_BUDGET || totalBytes + size > TOTAL_BUDGET) break;
@@ -447,17 +469,22 @@ export async function importContacts(
     }
     if (!batch.length) continue;
     const count = state.count + batch.length;
+    const seq = state.seq + batch.length;
     const result = await commitContacts(store, (op) => {
-      op.check({ key: metaKey(userId), versionstamp: state.versionstamp });
+      op.check(
+        { key: metaKey(userId), versionstamp: state.versionstamp },
+        { key: seqKey(userId), versionstamp: state.seqVersionstamp },
+      );
       for (const { contact, hash } of batch) {
         op.set(contactKey(userId, contact.id), contact).set(contentKey(userId, hash), contact.id);
       }
-      return op.set(metaKey(userId), count);
+      return op.set(metaKey(userId), count).set(seqKey(userId), seq);
     });
     if (result.ok) {
       for (const { index, contact } of batch) outcomes[index] = { status: "created", contact };
-      state.versionstamp = result.versionstamp;
+      state.versionstamp = state.seqVersionstamp = result.versionstamp;
       state.count = count;
+      state.seq = seq;
       lost = 0;
     } else {
       if (++lost >= MAX_ATTEMPTS) throw abandoned();

@@ -10,9 +10,10 @@ import {
   getEndpoint,
   type SipEndpointRecord,
 } from "./endpoints.ts";
-import { Collection, randomText } from "./records.ts";
+import { type ExtensionRecord, extensions } from "./extensions.ts";
+import { Collection, randomText, type Transaction } from "./records.ts";
 import type { Store } from "./store.ts";
-import type { UserRecord } from "./users.ts";
+import { type UserRecord, users } from "./users.ts";
 
 export interface LineRecord {
   id: number;
@@ -26,8 +27,15 @@ export interface LineRecord {
   position: number;
   /** 6 digits that provision a phone (formerly `provisioning_extension`). */
   provisioning_code: string;
+  /** Follows the main user's caller id unless {@link callerIdIsExplicit}. */
   caller_id_name: string | null;
   caller_id_num: string | null;
+  /**
+   * True once the caller id was written through `/1.1/lines` with a value: it then no longer
+   * follows the main user (both parts, until both are written null again). Absent on records
+   * older than the field, which count as explicit when either part is set.
+   */
+  caller_id_explicit?: boolean;
   device_id: string | null;
   endpoint: { type: EndpointType; id: number } | null;
   extension_ids: number[];
@@ -50,6 +58,99 @@ export function newProvisioningCode(): string {
   const [random] = crypto.getRandomValues(new Uint32Array(1));
   return String(100000 + random! % 900000);
 }
+
+/** The longest caller id name a line takes (`/1.1/lines` accepts no longer). */
+const MAX_CALLER_ID_NAME = 80;
+
+/** Whether the line keeps its own caller id instead of following its main user. */
+export function callerIdIsExplicit(line: LineRecord): boolean {
+  return line.caller_id_explicit ?? (line.caller_id_name !== null || line.caller_id_num !== null);
+}
+
+/**
+ * The caller id a line takes from its main user, as XiVO derives it: the name and number of the
+ * user's `caller_id` (`"Alice Martin" <1001>`, `"Alice Martin"`, or `Alice <1001>` as users type
+ * it); without a name there, the user's first and last names; without a number there, `exten`
+ * (the line's first extension; a pattern is no number). Both null without a user.
+ *
+ * @example
+ * mainUserCallerId({ firstname: "Alice", lastname: null, caller_id: '"Alice"' }, "1001");
+ * // { caller_id_name: "Alice", caller_id_num: "1001" }
+ */
+export function mainUserCallerId(
+  user: Pick<UserRecord, "firstname" | "lastname" | "caller_id"> | null,
+  exten: string | null,
+): { caller_id_name: string | null; caller_id_num: string | null } {
+  if (!user) return { caller_id_name: null, caller_id_num: null };
+  const raw = user.caller_id ?? "";
+  const match = /^\s*(?:"([^"]*)"|([^"<]*?))\s*(?:<([^>]*)>)?\s*$/.exec(raw);
+  const stated = match ? (match[1] ?? match[2] ?? "").trim() : raw.trim();
+  const names = [user.firstname, user.lastname].filter(Boolean).join(" ");
+  const name = (stated || names).slice(0, MAX_CALLER_ID_NAME) || null;
+  const number = match?.[3]?.trim() ?? "";
+  const isNumber = (text: string | null): text is string => !!text && /^\+?[0-9*#]+$/.test(text);
+  return {
+    caller_id_name: name,
+    caller_id_num: isNumber(number) ? number : isNumber(exten) ? exten : null,
+  };
+}
+
+/**
+ * `line` with the caller id of `user` (its main user, or null) and `exten` (its first
+ * extension's), unless the line's caller id is explicit.
+ */
+export function followMainUser(
+  line: LineRecord,
+  user: Pick<UserRecord, "firstname" | "lastname" | "caller_id"> | null,
+  exten: string | null,
+): LineRecord {
+  if (callerIdIsExplicit(line)) return line;
+  return { ...line, ...mainUserCallerId(user, exten), caller_id_explicit: false };
+}
+
+/**
+ * {@link followMainUser} reading the line's main user and first extension in `tx`. `changed`
+ * holds records the transaction already changed: `tx.get` answers what was stored, not what the
+ * transaction wrote.
+ *
+ * @example
+ * tx.put(lines, await followMainUserIn(tx, { ...line, user_ids }, { users: [user] }));
+ */
+export async function followMainUserIn(
+  tx: Transaction,
+  line: LineRecord,
+  changed: { users?: UserRecord[]; extensions?: ExtensionRecord[] } = {},
+): Promise<LineRecord> {
+  if (callerIdIsExplicit(line)) return line;
+  const userId = line.user_ids[0];
+  const extensionId = line.extension_ids[0];
+  const user = userId === undefined
+    ? null
+    : changed.users?.find((u) => u.id === userId) ?? await tx.get(users, userId);
+  const extension = extensionId === undefined
+    ? null
+    : changed.extensions?.find((e) => e.id === extensionId) ??
+      await tx.get(extensions, extensionId);
+  return followMainUser(line, user, extension?.exten ?? null);
+}
+
+/**
+ * Writes in `tx` the caller id of every line `user` (as it now is) is the main user of, when it
+ * follows the user and changed.
+ */
+export async function followUserInLines(tx: Transaction, user: UserRecord): Promise<void> {
+  for (const id of user.line_ids) {
+    const line = await tx.get(lines, id);
+    if (!line || line.user_ids[0] !== user.id) continue;
+    const followed = await followMainUserIn(tx, line, { users: [user] });
+    if (!sameCallerId(line, followed)) tx.put(lines, followed);
+  }
+}
+
+/** Whether both versions of a line hold the same caller id fields. */
+export const sameCallerId = (a: LineRecord, b: LineRecord) =>
+  a.caller_id_name === b.caller_id_name && a.caller_id_num === b.caller_id_num &&
+  a.caller_id_explicit === b.caller_id_explicit;
 
 /** The lines of `user`, main line first. */
 export async function linesOfUser(store: Store, user: UserRecord): Promise<LineRecord[]> {

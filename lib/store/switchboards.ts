@@ -1,7 +1,7 @@
 /**
- * Switchboards and their call records. The telephony simulator records each call a switchboard
- * takes with {@link recordSwitchboardCall} (again whenever the call changes), and
- * `/1.1/switchboards/{id}/stats` reads per-day figures from those records.
+ * Switchboards, their member users and their call records. The telephony simulator records each
+ * call a switchboard takes with {@link recordSwitchboardCall} (again whenever the call changes),
+ * and `/1.1/switchboards/{id}/stats` reads per-day figures from those records.
  */
 import { Collection } from "./records.ts";
 import type { Store } from "./store.ts";
@@ -9,6 +9,8 @@ import type { Store } from "./store.ts";
 export interface SwitchboardRecord {
   id: number;
   name: string;
+  /** The users answering its calls, in the order given; absent on records older than the field. */
+  member_user_ids?: number[];
 }
 
 /** One call that entered a switchboard; times are milliseconds since the epoch. */

@@ -2,7 +2,8 @@
  * Agents on Asterisk (docs/asterisk.md): logging in makes the agent a dynamic member of each of
  * its queues (`QueueAdd`: interface `Local/<line id>@svc-agent`, svc's agent context that rings the
  * line's device; the device as state interface; the agent number as member name), pausing is
- * `QueuePause`. The presence follows the
+ * `QueuePause`; a change of its queues in the configuration is followed live (`QueueAdd`,
+ * `QueueRemove`, `QueuePenalty`). The presence follows the
  * queue member events too, so every svc process connected to the PBX agrees; queue calls move the
  * agent through the states the simulator gives (AgentRinging → AgentOnCall → AgentOnWrapup →
  * AgentReady), driven by the call tracker.
@@ -37,9 +38,17 @@ export interface AgentLeg {
   queueId: number | null;
 }
 
+/** The agent as a member of one queue on the PBX. */
+interface Membership {
+  /** The member interface svc (or another process) added there. */
+  iface: string;
+  /** Its penalty there; null when the PBX did not tell. */
+  penalty: number | null;
+}
+
 interface AgentState extends AgentView {
-  /** Queue name → the member interface svc (or another process) added there. */
-  memberships: Map<string, string>;
+  /** Queue name → the agent as a member there. */
+  memberships: Map<string, Membership>;
   /** The queue call leg it rings for or talks on. */
   leg: AgentLeg | null;
   /** Cancels the wrap-up timer. */
@@ -68,6 +77,12 @@ function memberPlace(dir: Directory, iface: string): { extension: string; contex
 }
 
 const isTrue = (value: string | undefined) => value === "1" || value?.toLowerCase() === "true";
+
+/** The `Penalty` a member event carries, or null. */
+function penaltyOf(event: AmiMessage): number | null {
+  const value = event.get("Penalty");
+  return value !== undefined && /^\d+$/.test(value) ? Number(value) : null;
+}
 
 /** The agents' presences on one PBX. */
 export class AgentBook {
@@ -102,14 +117,51 @@ export class AgentBook {
   /** Logs the agent out of every queue it is a member of: `AgentLoggedOut`. */
   async logout(agentId: number): Promise<void> {
     const agent = this.#logged(agentId);
-    for (const [queue, iface] of [...agent.memberships]) {
-      const response = await this.ctx.action("QueueRemove", { Queue: queue, Interface: iface });
-      if (!response.ok && !/not there/i.test(response.message.get("Message") ?? "")) {
-        throw new PlatformRefusal("pbx_refused", pbxMessage("QueueRemove", response));
-      }
+    for (const [queue, { iface }] of [...agent.memberships]) {
+      await this.#queueRemove(queue, iface);
       agent.memberships.delete(queue);
     }
     this.#loggedOut(agent);
+  }
+
+  /**
+   * The agent's queues changed in the configuration: a logged-in agent leaves the queues it is no
+   * member of any more (`QueueRemove`), takes a changed penalty (`QueuePenalty`) and joins its new
+   * queues (`QueueAdd`, paused as it is). Nothing happens for an agent that is not logged in.
+   * Leaving its last queue does not log it out (a removal svc makes is not one it follows).
+   */
+  async followQueues(agentId: number): Promise<void> {
+    const agent = this.#agents.get(agentId);
+    if (!agent?.logged) return;
+    const configured = new Map<string, number>(); // queue name → penalty
+    for (const queue of this.ctx.dir().queues.values()) {
+      const member = queue.members.find((member) => member.agent_id === agentId);
+      if (member) configured.set(queue.name, member.penalty);
+    }
+    for (const [queue, membership] of [...agent.memberships]) {
+      const penalty = configured.get(queue);
+      if (penalty === undefined) {
+        // forgotten first: the QueueMemberRemoved that follows is then not taken for a logout
+        agent.memberships.delete(queue);
+        try {
+          await this.#queueRemove(queue, membership.iface);
+        } catch (error) {
+          agent.memberships.set(queue, membership);
+          throw error;
+        }
+      } else if (membership.penalty !== penalty) {
+        const response = await this.ctx.action("QueuePenalty", {
+          Queue: queue,
+          Interface: membership.iface,
+          Penalty: String(penalty),
+        });
+        if (!response.ok) {
+          throw new PlatformRefusal("pbx_refused", pbxMessage("QueuePenalty", response));
+        }
+        membership.penalty = penalty;
+      }
+    }
+    await this.#addToQueues(agent, agent.extension!, agent.context!);
   }
 
   /** Pauses the agent in all its queues (`QueuePause` with a reason). */
@@ -134,19 +186,29 @@ export class AgentBook {
     const { agent, queue, iface } = found;
     const place = memberPlace(this.ctx.dir(), iface);
     if (!place) return;
-    agent.memberships.set(queue, iface);
+    agent.memberships.set(queue, { iface, penalty: penaltyOf(event) });
     if (!agent.logged) {
       const reason = event.get("PausedReason") || null;
       this.#loggedIn(agent, place.extension, place.context, isTrue(event.get("Paused")), reason);
     }
   }
 
-  /** `QueueMemberRemoved`: logged out once no queue holds the agent any more. */
+  /**
+   * `QueueMemberRemoved`: logged out once no queue holds the agent any more. A removal from a
+   * queue the agent was not known in (one svc made as it followed the configuration) changes
+   * nothing.
+   */
   memberRemoved(event: AmiMessage): void {
     const found = this.#memberAgent(event);
-    if (!found) return;
-    found.agent.memberships.delete(found.queue);
+    if (!found || !found.agent.memberships.delete(found.queue)) return;
     if (found.agent.logged && found.agent.memberships.size === 0) this.#loggedOut(found.agent);
+  }
+
+  /** `QueueMemberPenalty`: the agent's penalty there, as the PBX has it now. */
+  memberPenalty(event: AmiMessage): void {
+    const found = this.#memberAgent(event);
+    const membership = found?.agent.memberships.get(found.queue);
+    if (membership) membership.penalty = penaltyOf(event);
   }
 
   /** `QueueMemberPause`. */
@@ -160,7 +222,8 @@ export class AgentBook {
   /**
    * After a (re)connection, the members `QueueStatus` listed: agents the PBX has are adopted; the
    * agents svc has logged in and the PBX lost (it restarted: dynamic members are not kept) are
-   * added back, paused as they were.
+   * added back, paused as they were; then every logged-in agent follows its queues as configured
+   * now (a change made while the PBX was unreachable).
    */
   async resync(members: AmiMessage[]): Promise<void> {
     const listed = new Set<number>();
@@ -181,6 +244,17 @@ export class AgentBook {
           error: String(error),
         });
         this.#loggedOut(agent);
+      }
+    }
+    for (const agent of [...this.#agents.values()]) {
+      if (!agent.logged) continue;
+      try {
+        await this.followQueues(agent.agentId);
+      } catch (error) {
+        this.ctx.logger.warn("agent's queues not followed", {
+          agent: agent.agentNumber,
+          error: String(error),
+        });
       }
     }
   }
@@ -247,8 +321,9 @@ export class AgentBook {
   }
 
   /**
-   * Makes the agent a member of each of its queues, ringing the line of `extension`@`context`,
-   * paused as it is (a re-add after a PBX restart keeps the pause and its reason).
+   * Makes the agent a member of each of its queues it is not a member of yet, ringing the line of
+   * `extension`@`context`, paused as it is (a re-add after a PBX restart keeps the pause and its
+   * reason).
    */
   async #addToQueues(agent: AgentState, extension: string, context: string): Promise<void> {
     const dir = this.ctx.dir();
@@ -257,7 +332,7 @@ export class AgentBook {
     const iface = agentMemberInterface(phone.lineId);
     for (const queue of dir.queues.values()) {
       const member = queue.members.find((member) => member.agent_id === agent.agentId);
-      if (!member) continue;
+      if (!member || agent.memberships.has(queue.name)) continue;
       const response = await this.ctx.action("QueueAdd", {
         Queue: queue.name,
         Interface: iface,
@@ -271,7 +346,15 @@ export class AgentBook {
       if (!response.ok && !/already there/i.test(response.message.get("Message") ?? "")) {
         throw new PlatformRefusal("pbx_refused", pbxMessage("QueueAdd", response));
       }
-      agent.memberships.set(queue.name, iface);
+      agent.memberships.set(queue.name, { iface, penalty: member.penalty });
+    }
+  }
+
+  /** Removes the member `iface` from `queue`; one the PBX does not have is gone already. */
+  async #queueRemove(queue: string, iface: string): Promise<void> {
+    const response = await this.ctx.action("QueueRemove", { Queue: queue, Interface: iface });
+    if (!response.ok && !/not there/i.test(response.message.get("Message") ?? "")) {
+      throw new PlatformRefusal("pbx_refused", pbxMessage("QueueRemove", response));
     }
   }
 
@@ -316,6 +399,7 @@ export class AgentBook {
     agent.wrapup?.();
     agent.wrapup = null;
     agent.leg = null;
+    agent.memberships.clear();
     this.#event(agent, "AgentLoggedOut");
     Object.assign(agent, {
       logged: false,
@@ -347,7 +431,7 @@ export class AgentBook {
   }
 
   async #queuePause(agent: AgentState, paused: boolean, reason: string | null): Promise<void> {
-    for (const [queue, iface] of agent.memberships) {
+    for (const [queue, { iface }] of agent.memberships) {
       const response = await this.ctx.action("QueuePause", {
         Queue: queue,
         Interface: iface,

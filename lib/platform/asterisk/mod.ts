@@ -270,6 +270,21 @@ export class AsteriskPlatform implements Platform {
     await this.#command(() => this.#agents.unpause(agentId));
   }
 
+  /**
+   * A logged-in agent joins, leaves or takes its new penalty in its queues now. While the PBX is
+   * unreachable nothing is sent: the next connection's resync has every logged-in agent follow its
+   * queues as they are then.
+   */
+  async agentQueuesChanged(agentId: number): Promise<void> {
+    if (!this.reachable()) return;
+    try {
+      await this.#command(() => this.#agents.followQueues(agentId));
+    } catch (error) {
+      // the connection was lost meanwhile: the next one's resync follows the configuration
+      if (!(error instanceof PlatformUnavailable)) throw error;
+    }
+  }
+
   agentPresence(agentId: number): Promise<AgentPresence> {
     return Promise.resolve(this.#agents.presence(agentId));
   }
@@ -473,6 +488,9 @@ export class AsteriskPlatform implements Platform {
           break;
         case "QueueMemberPause":
           this.#agents.memberPaused(event);
+          break;
+        case "QueueMemberPenalty":
+          this.#agents.memberPenalty(event);
           break;
         case "FullyBooted":
           this.#booted.resolve();

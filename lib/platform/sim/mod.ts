@@ -190,6 +190,14 @@ export class SimPlatform implements Platform {
     return this.#step((step) => Promise.resolve(unpause(step, agentId)));
   }
 
+  /**
+   * Nothing to push: every step reads the queues' members from the directory. An empty step runs,
+   * so that a queue call waiting in a queue the agent just joined is offered to it at once.
+   */
+  agentQueuesChanged(_agentId: number): Promise<void> {
+    return this.#step(() => Promise.resolve());
+  }
+
   agentPresence(agentId: number): Promise<AgentPresence> {
     return Promise.resolve(presence(this.#sim.agents, agentId));
   }

@@ -25,11 +25,18 @@ const routes: [method: string, path: string, acl: string, body?: unknown][] = [
   ["POST", "/by-number/8001/pause", "agentd.agents.by-number.8001.pause.create", {}],
   ["POST", "/by-number/8001/unpause", "agentd.agents.by-number.8001.unpause.create"],
   ["POST", "/by-number/8001/logoff", "agentd.agents.by-number.8001.logoff.create"],
+  ["GET", "/status", "agentd.status.read"],
+  ["POST", "/by-id/1/add", "agentd.agents.by-id.1.add.create", { queue_id: 2 }],
+  // the ACL the daemon svc follows checks for remove (its documentation says remove.create)
+  ["POST", "/by-id/1/remove", "agentd.agents.by-id.1.delete.create", { queue_id: 2 }],
+  ["POST", "/logoff", "agentd.agents.logoff.create"],
+  ["POST", "/relog", "agentd.agents.relog.create"],
 ];
 
 Deno.test("every route: 401 without a valid token holding its ACL, 2xx with one", async (t) => {
   const { t: sim, agent } = await callCenter();
   assert.equal(agent.id, 1);
+  assert.equal((await sim.api.create("/queues", { name: "support", number: "3001" })).id, 2);
   const ctx = sim.ctx;
   const other = await setup(); // another service: another signing key
   const foreign = await tokenHolding(other, ["#"]);
@@ -73,6 +80,25 @@ Deno.test("every route: 401 without a valid token holding its ACL, 2xx with one"
       await expectAgentdError(response, 401, "invalid token or unauthorized");
     }
   });
+});
+
+Deno.test("GET /status (at the root): 401 without a token holding agentd.status.read", async () => {
+  const { t } = await callCenter();
+  const get = async (headers: Record<string, string>) =>
+    await t.ctx.app.request("/status", { headers });
+  for (
+    const headers of [
+      {},
+      bearer("not.a.token"),
+      bearer(await tokenHolding(t.ctx, ["agentd.agents.#"])),
+      bearer(await tokenHolding(t.ctx, ["alias.ctiuser"], "cti")),
+      bearer(await tokenHolding(t.ctx, ["agentd.#", "!agentd.status.read"])),
+    ]
+  ) {
+    await expectAgentdError(await get(headers), 401, "invalid token or unauthorized");
+  }
+  const allowed = await get({ "X-Auth-Token": await tokenHolding(t.ctx, ["agentd.status.read"]) });
+  assert.equal(allowed.status, 200);
 });
 
 Deno.test("a dot in a path value adds no ACL word", async () => {

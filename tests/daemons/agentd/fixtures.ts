@@ -4,10 +4,12 @@
  * and the daemon's answers.
  */
 import assert from "node:assert/strict";
-import type { AgentStatus } from "../../../lib/agent_control.ts";
+import { type AgentStatus, DEFAULT_TENANT_UUID } from "../../../lib/agent_control.ts";
 import type { UserType } from "../../../lib/auth/tokens.ts";
 import type { AgentRecord } from "../../../lib/store/agents.ts";
 import type { QueueRecord } from "../../../lib/store/queues.ts";
+import type { UserRecord } from "../../../lib/store/users.ts";
+import { serverUuid } from "../../../lib/store/server_identity.ts";
 import { bearer, type TestContext } from "../../helpers.ts";
 import {
   agentAndQueue,
@@ -23,6 +25,17 @@ export async function tokenHolding(
   userType: UserType = "webservice",
 ): Promise<string> {
   const identity = { userId: "0", login: "agentd-test", userType, acls };
+  return (await ctx.services.tokens.issue(identity)).token;
+}
+
+/** A CTI user's token, as a login gives it (`alias.ctiuser`), signed directly. */
+export async function ctiToken(ctx: TestContext, user: UserRecord): Promise<string> {
+  const identity = {
+    userId: String(user.id),
+    login: user.username ?? "",
+    userType: "cti" as const,
+    acls: ["alias.ctiuser"],
+  };
   return (await ctx.services.tokens.issue(identity)).token;
 }
 
@@ -64,6 +77,8 @@ export interface CallCenter {
   queue: QueueRecord;
   /** A client holding `agentd.#`. */
   api: Agentd;
+  /** The server's uuid: every status's `origin_uuid`. */
+  origin: string;
 }
 
 /** alice 1001 and bob 1002 with SIP lines; agent 8001 in queue sales (3000, `wrapup_seconds`). */
@@ -77,12 +92,18 @@ export async function callCenter(wrapupSeconds = 0): Promise<CallCenter> {
     wrapup_seconds: wrapupSeconds,
   });
   const api = agentdClient(t.ctx, bearer(await tokenHolding(t.ctx, ["agentd.#"])));
-  return { t, agent, queue, api };
+  return { t, agent, queue, api, origin: await serverUuid(t.ctx.services.store) };
 }
 
-/** The status of `agent` (in `queue`) while logged out. */
-export const loggedOut = (agent: AgentRecord, queue: QueueRecord): AgentStatus => ({
+/** The status of `agent` (in `queue`) while logged out, on the server of uuid `origin`. */
+export const loggedOut = (
+  agent: AgentRecord,
+  queue: QueueRecord,
+  origin: string,
+): AgentStatus => ({
   id: agent.id,
+  tenant_uuid: DEFAULT_TENANT_UUID,
+  origin_uuid: origin,
   number: agent.number,
   logged: false,
   paused: false,

@@ -10,7 +10,7 @@ import { agentEvents, agentSummary, phoneUser } from "../../lib/platform/fixture
 import { agentdClient, callCenter, loggedOut, tokenHolding } from "./fixtures.ts";
 
 Deno.test("GET /agents, /agents/by-id/{id} and /agents/by-number/{number}", async (t) => {
-  const { t: sim, agent, queue, api } = await callCenter();
+  const { t: sim, agent, queue, api, origin } = await callCenter();
   const other = await sim.api.create("/agents", { number: "8002" });
   const support = await sim.api.create("/queues", { name: "support", number: "3001" });
   for (const queueId of [queue.id, support.id]) {
@@ -18,17 +18,17 @@ Deno.test("GET /agents, /agents/by-id/{id} and /agents/by-number/{number}", asyn
     assert.equal((await sim.api.put(path, { penalty: 0 })).status, 204);
   }
   const second: AgentStatus = {
-    ...loggedOut(agent, queue),
+    ...loggedOut(agent, queue, origin),
     id: other.id,
     number: "8002",
     queues: [{ id: queue.id, name: "sales" }, { id: support.id, name: "support" }],
   };
 
   await t.step("every agent, in id order, logged out: the four login fields null", async () => {
-    assert.deepEqual(await api.status(""), [loggedOut(agent, queue), second]);
+    assert.deepEqual(await api.status(""), [loggedOut(agent, queue, origin), second]);
   });
   await t.step("one agent by id and by number", async () => {
-    assert.deepEqual(await api.status(`/by-id/${agent.id}`), loggedOut(agent, queue));
+    assert.deepEqual(await api.status(`/by-id/${agent.id}`), loggedOut(agent, queue, origin));
     assert.deepEqual(await api.status("/by-number/8002"), second);
     assert.deepEqual(await api.status(`/by-id/${other.id}`), second);
   });
@@ -45,10 +45,10 @@ Deno.test("GET /agents, /agents/by-id/{id} and /agents/by-number/{number}", asyn
 });
 
 Deno.test("the status follows login, pause, unpause and logoff", async () => {
-  const { t, agent, queue, api } = await callCenter();
+  const { t, agent, queue, api, origin } = await callCenter();
   const sip = await t.api.get("/endpoints/sip/1").then((response) => response.json());
   const ready: AgentStatus = {
-    ...loggedOut(agent, queue),
+    ...loggedOut(agent, queue, origin),
     logged: true,
     extension: "1001",
     context: "default",
@@ -72,7 +72,7 @@ Deno.test("the status follows login, pause, unpause and logoff", async () => {
   assert.deepEqual(await api.status("/by-number/8001"), { ...paused, paused_reason: null });
 
   await api.command(`/by-id/${agent.id}/logoff`);
-  assert.deepEqual(await api.status(`/by-id/${agent.id}`), loggedOut(agent, queue));
+  assert.deepEqual(await api.status(`/by-id/${agent.id}`), loggedOut(agent, queue, origin));
 
   assert.deepEqual(agentSummary(t.take()), [
     ["AgentReady", "8001", "1001", "alice", [queue.id]],

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { expectAcls, expectConfdError, setupConfd } from "../../helpers.ts";
+import { expectAcls, expectConfdError, expectNotFound, setupConfd } from "../../helpers.ts";
 
 Deno.test("/1.1/devices: create, get, update, delete", async (t) => {
   const { api } = await setupConfd();
@@ -162,6 +162,54 @@ Deno.test("/1.1/lines/{id}/devices/{device_id}: associate and dissociate", async
     await expectConfdError(await api.delete(`/lines/${first.id}/devices/x`), 404, /Device/);
   });
 
+  await t.step("GET /lines/{id}/devices: the line's device as {line_id, device_id}", async () => {
+    const response = await api.get(`/lines/${first.id}/devices`);
+    assert.equal(response.status, 200);
+    assert.deepEqual(await response.json(), { line_id: first.id, device_id: device.id });
+    const alone = await (await api.post("/lines", { context: "default" })).json();
+    await expectNotFound(await api.get(`/lines/${alone.id}/devices`), "LineDevice", {
+      line_id: alone.id,
+    });
+    await expectNotFound(await api.get("/lines/99/devices"), "Line", { id: 99 });
+    await expectNotFound(await api.get("/lines/abc/devices"), "Line", { id: "abc" });
+  });
+
+  await t.step("GET /devices/{id}/lines: {total, items} of {line_id, device_id}", async () => {
+    const response = await api.get(`/devices/${device.id}/lines`);
+    assert.equal(response.status, 200);
+    assert.deepEqual(await response.json(), {
+      total: 2,
+      items: [
+        { line_id: first.id, device_id: device.id },
+        { line_id: second.id, device_id: device.id },
+      ],
+    });
+    // the paging and order parameters every list takes
+    const page = await (await api.get(`/devices/${device.id}/lines?limit=1&offset=1`)).json();
+    assert.deepEqual(page, { total: 2, items: [{ line_id: second.id, device_id: device.id }] });
+    const desc = await api.list(
+      `/devices/${device.id}/lines?order=line_id&direction=desc`,
+      "line_id",
+    );
+    assert.deepEqual(desc.values, [second.id, first.id]);
+    await expectConfdError(
+      await api.get(`/devices/${device.id}/lines?order=mac`),
+      400,
+      /^Input Error - field 'order'/,
+    );
+    const empty = await (await api.post("/devices", {})).json();
+    assert.deepEqual(await (await api.get(`/devices/${empty.id}/lines`)).json(), {
+      total: 0,
+      items: [],
+    });
+    await expectNotFound(await api.get(`/devices/${"f".repeat(32)}/lines`), "Device", {
+      id: "f".repeat(32),
+    });
+    await expectNotFound(await api.get("/devices/not-an-id/lines"), "Device", {
+      id: "not-an-id",
+    });
+  });
+
   await t.step("a device with lines and a line with a device cannot be deleted", async () => {
     await expectConfdError(
       await api.delete(`/devices/${device.id}`),
@@ -198,6 +246,8 @@ Deno.test("/1.1/devices: tokens and ACLs", async (t) => {
     ["GET", `/devices/${d}`, `confd.devices.${d}.read`],
     ["PUT", `/devices/${d}`, `confd.devices.${d}.update`, {}],
     ["PUT", `/lines/${line.id}/devices/${d}`, `confd.lines.${line.id}.devices.${d}.update`],
+    ["GET", `/lines/${line.id}/devices`, `confd.lines.${line.id}.devices.read`],
+    ["GET", `/devices/${d}/lines`, `confd.devices.${d}.lines.read`],
     ["DELETE", `/lines/${line.id}/devices/${d}`, `confd.lines.${line.id}.devices.${d}.delete`],
     ["DELETE", `/devices/${d}`, `confd.devices.${d}.delete`],
   ], ["confd.users.#"]);

@@ -41,6 +41,7 @@ Deno.test("/1.1/lines: create, get, update, delete", async (t) => {
         provisioning_extension: line.provisioning_code,
         caller_id_name: null,
         caller_id_num: null,
+        registrar: "default",
         device_id: null,
         endpoint_sip: null,
         endpoint_sccp: null,
@@ -147,6 +148,39 @@ Deno.test("/1.1/lines: every error", async (t) => {
       /field 'context': Context was not found/,
     );
     await api.expectJsonObjectBody("POST", "/lines");
+  });
+
+  await t.step("registrar: only the default one, or null meaning it", async () => {
+    const message = /^Input Error - field 'registrar': Registrar was not found \('id': 'other'\)$/;
+    await expectConfdError(
+      await api.post("/lines", { context: "default", registrar: "other" }),
+      400,
+      message,
+    );
+    await expectConfdError(
+      await api.put(`/lines/${line.id}`, { registrar: "other" }),
+      400,
+      message,
+    );
+    await expectConfdError(
+      await api.put(`/lines/${line.id}`, { registrar: 5 }),
+      400,
+      /^Input Error - field 'registrar': /,
+    );
+    await expectConfdError(
+      await api.put(`/lines/${line.id}`, { registrar: "r".repeat(129) }),
+      400,
+      /field 'registrar': Longer than maximum length 128/,
+    );
+    for (const registrar of ["default", null]) {
+      const created = await api.create("/lines", { context: "default", registrar });
+      assert.equal(created.registrar, "default");
+      assert.equal((await api.put(`/lines/${created.id}`, { registrar })).status, 204);
+      assert.equal((await json(api.get(`/lines/${created.id}`))).registrar, "default");
+    }
+    // every line view shows it, and lists filter and order on it
+    const all = await api.list("/lines?registrar=default&order=registrar", "registrar");
+    assert.ok(all.total >= 3 && all.values.every((value) => value === "default"));
   });
 
   await t.step("a taken provisioning code: 400 Resource Error", async () => {
@@ -457,6 +491,148 @@ Deno.test("/1.1/users/{uuid}/lines/main/associated/endpoints/sip", async (t) => 
   });
 });
 
+Deno.test("PUT /1.1/users/{id}/lines replaces the user's lines, all or nothing", async (t) => {
+  const { ctx, api } = await setupConfd();
+  const alice = await user(ctx, "Alice");
+  const bob = await user(ctx, "Bob");
+  const [a, b, c] = [
+    await api.create("/lines", { context: "default" }),
+    await api.create("/lines", { context: "default" }),
+    await api.create("/lines", { context: "default" }),
+  ];
+  const put = (who: string | number, ids: number[]) =>
+    api.put(`/users/${who}/lines`, { lines: ids.map((id) => ({ id })) });
+  const linesOf = async (who: number) =>
+    (await json(api.get(`/users/${who}/lines`))).items.map((
+      line: { id: number; main_line: boolean },
+    ) => [line.id, line.main_line]);
+  const usersOf = async (line: number) =>
+    (await json(api.get(`/lines/${line}/users`))).items.map((u: { id: number }) => u.id);
+
+  await t.step("the lines of the body, in its order: the first is the main line", async () => {
+    assert.equal((await put(alice.id, [b.id, a.id])).status, 204);
+    assert.deepEqual(await linesOf(alice.id), [[b.id, true], [a.id, false]]);
+    assert.deepEqual((await json(api.get(`/users/${alice.id}`))).lines, [
+      { id: b.id },
+      { id: a.id },
+    ]);
+    assert.deepEqual(await usersOf(a.id), [alice.id]);
+    assert.deepEqual(await usersOf(b.id), [alice.id]);
+  });
+
+  await t.step("lines left out lose the user; a joined line keeps its main user", async () => {
+    assert.equal((await put(bob.uuid, [a.id])).status, 204);
+    assert.equal((await put(alice.uuid, [c.id, a.id])).status, 204);
+    assert.deepEqual(await linesOf(alice.id), [[c.id, true], [a.id, false]]);
+    assert.deepEqual(await usersOf(b.id), []);
+    assert.deepEqual(await usersOf(a.id), [alice.id, bob.id]);
+    assert.deepEqual(await usersOf(c.id), [alice.id]);
+  });
+
+  await t.step("an empty list dissociates every line", async () => {
+    assert.equal((await put(bob.id, [])).status, 204);
+    assert.deepEqual(await linesOf(bob.id), []);
+    assert.deepEqual(await usersOf(a.id), [alice.id]);
+  });
+
+  await t.step("a refused body changes nothing", async () => {
+    const before = {
+      alice: await linesOf(alice.id),
+      a: await usersOf(a.id),
+      b: await usersOf(b.id),
+    };
+    await expectConfdError(
+      await put(alice.id, [b.id, 99]),
+      400,
+      /^Input Error - field 'lines': Line was not found \('id': 99\)$/,
+    );
+    await expectConfdError(
+      await put(alice.id, [b.id, a.id, b.id]),
+      400,
+      /^Resource Error - Operation not permitted\. Cannot associate same line more than once$/,
+    );
+    const outside = await api.create("/extensions", { exten: "2001", context: "default" });
+    assert.equal((await api.put(`/lines/${b.id}/extensions/${outside.id}`)).status, 204);
+    await expectConfdError(await put(alice.id, [a.id, b.id]), 400, /outside the user ranges/);
+    assert.deepEqual(
+      { alice: await linesOf(alice.id), a: await usersOf(a.id), b: await usersOf(b.id) },
+      before,
+    );
+  });
+
+  await t.step("bad bodies: 400 naming the field; unknown user: 404", async () => {
+    await api.expectInvalid("PUT", `/users/${alice.id}/lines`, [
+      [{}, /^Input Error - field 'lines': /],
+      [{ lines: { id: a.id } }, /^Input Error - field 'lines': /],
+      [{ lines: [a.id] }, /^Input Error - field 'lines\.0': /],
+      [{ lines: [{}] }, /^Input Error - field 'lines\.0\.id': /],
+      [{ lines: [{ id: String(a.id) }] }, /^Input Error - field 'lines\.0\.id': /],
+      [{ lines: [{ id: 1.5 }] }, /^Input Error - field 'lines\.0\.id': Not a valid integer/],
+    ]);
+    await api.expectJsonObjectBody("PUT", `/users/${alice.id}/lines`);
+    await expectNotFound(await put(99, [a.id]), "User", { id: 99 });
+    const uuid = crypto.randomUUID();
+    await expectNotFound(await put(uuid, [a.id]), "User", { uuid });
+  });
+});
+
+Deno.test("/1.1/users/{id}/lines/{line_id}/associated/endpoints/sip", async (t) => {
+  const { ctx, api } = await setupConfd();
+  const alice = await user(ctx, "Alice");
+  const bob = await user(ctx, "Bob");
+  const main = await api.create("/lines", { context: "default" });
+  const second = await api.create("/lines", { context: "default" });
+  const foreign = await api.create("/lines", { context: "default" });
+  const sip = await api.create("/endpoints/sip", { username: "alice2", secret: "s3cret" });
+  for (const line of [main, second]) {
+    assert.equal((await api.put(`/users/${alice.id}/lines/${line.id}`)).status, 204);
+  }
+  assert.equal((await api.put(`/users/${bob.id}/lines/${foreign.id}`)).status, 204);
+  const path = (who: string | number, line: string | number) =>
+    `/users/${who}/lines/${line}/associated/endpoints/sip`;
+
+  await t.step("404s: unknown user or line, a line not the user's, no SIP endpoint", async () => {
+    await expectNotFound(await api.get(path(99, second.id)), "User", { id: 99 });
+    const uuid = crypto.randomUUID();
+    await expectNotFound(await api.get(path(uuid, second.id)), "User", { uuid });
+    await expectNotFound(await api.get(path(alice.uuid, 99)), "Line", { id: 99 });
+    await expectNotFound(await api.get(path(alice.uuid, "abc")), "Line", { line_id: "abc" });
+    await expectConfdError(
+      await api.get(path(alice.uuid, foreign.id)),
+      404,
+      `Resource Not Found - UserLine was not found ('user_id': ${alice.id}, 'line_id': ${foreign.id})`,
+    );
+    await expectNotFound(await api.get(path(alice.uuid, second.id)), "SIPEndpoint", {
+      line_id: second.id,
+    });
+    const sccp = await api.create("/endpoints/sccp", {});
+    assert.equal((await api.put(`/lines/${second.id}/endpoints/sccp/${sccp.id}`)).status, 204);
+    await expectNotFound(await api.get(path(alice.uuid, second.id)), "SIPEndpoint", {
+      line_id: second.id,
+    });
+    assert.equal((await api.delete(`/lines/${second.id}/endpoints/sccp/${sccp.id}`)).status, 204);
+  });
+
+  await t.step(
+    "the SIP endpoint of that line, by user uuid or id, any line of the user",
+    async () => {
+      assert.equal((await api.put(`/lines/${second.id}/endpoints/sip/${sip.id}`)).status, 204);
+      for (const who of [alice.uuid, alice.id]) {
+        const response = await api.get(path(who, second.id), { Accept: "application/json" });
+        assert.equal(response.status, 200);
+        const body = await response.json();
+        assert.deepEqual(body, { ...sip, line: { id: second.id } });
+        assert.equal(body.username, "alice2");
+        assert.equal(body.secret, "s3cret");
+      }
+      // `main` still names the main line, which has no SIP endpoint
+      await expectNotFound(await api.get(path(alice.uuid, "main")), "SIPEndpoint", {
+        line_id: main.id,
+      });
+    },
+  );
+});
+
 Deno.test("/1.1/lines_sip (deprecated): lines with a SIP endpoint", async () => {
   const { api } = await setupConfd();
   const line = await api.create("/lines", {
@@ -536,6 +712,12 @@ Deno.test("/1.1/lines: tokens and ACLs", async (t) => {
       `/users/${alice.uuid}/lines/main/associated/endpoints/sip`,
       `confd.users.${alice.uuid}.lines.main.associated.endpoints.sip.read`,
     ],
+    [
+      "GET",
+      `/users/${alice.uuid}/lines/${l}/associated/endpoints/sip`,
+      `confd.users.${alice.uuid}.lines.${l}.associated.endpoints.sip.read`,
+    ],
+    ["PUT", `/users/${u}/lines`, `confd.users.${u}.lines.update`, { lines: [{ id: l }] }],
     ...pairs.map(({ type, l, e }): AclRoute => [
       "DELETE",
       `/lines/${l}/endpoints/${type}/${e}`,

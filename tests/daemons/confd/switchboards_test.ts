@@ -26,7 +26,7 @@ Deno.test("/1.1/switchboards: create, list, get, update, delete", async (t) => {
   await t.step("POST answers 201 with Location and the switchboard", async () => {
     const body = await api.create("/switchboards", { name: "Reception" });
     id = body.id;
-    assert.deepEqual(body, { id, name: "Reception" });
+    assert.deepEqual(body, { id, name: "Reception", members: { users: [] } });
   });
 
   await t.step("GET lists and searches", async () => {
@@ -41,11 +41,89 @@ Deno.test("/1.1/switchboards: create, list, get, update, delete", async (t) => {
     assert.deepEqual(await (await api.get(`/switchboards/${id}`)).json(), {
       id,
       name: "Front desk",
+      members: { users: [] },
     });
   });
 
   await t.step("DELETE answers 204, then the switchboard is gone", async () => {
     await api.expectDeleted("/switchboards", "Switchboard", { id });
+  });
+});
+
+Deno.test("PUT /1.1/switchboards/{id}/members/users replaces the member users", async (t) => {
+  const { api } = await setupConfd();
+  const board = await api.create("/switchboards", { name: "Reception" });
+  const alice = await api.create("/users", { firstname: "Alice", lastname: "Martin" });
+  const bob = await api.create("/users", { firstname: "Bob" });
+  const carol = await api.create("/users", { firstname: "Carol" });
+  const path = `/switchboards/${board.id}/members/users`;
+  const member = (u: Record<string, unknown>) => ({
+    uuid: u.uuid,
+    firstname: u.firstname,
+    lastname: u.lastname,
+  });
+  const members = async () => (await (await api.get(`/switchboards/${board.id}`)).json()).members;
+
+  await t.step("the users of the body, by uuid, in its order", async () => {
+    // the body the clients build: `{"users": [{"uuid": …}]}`
+    const response = await api.put(path, { users: [{ uuid: bob.uuid }, { uuid: alice.uuid }] });
+    assert.equal(response.status, 204);
+    assert.deepEqual(await members(), { users: [member(bob), member(alice)] });
+    const listed = await (await api.get("/switchboards")).json();
+    assert.deepEqual(listed.items[0].members, { users: [member(bob), member(alice)] });
+  });
+
+  await t.step("a second PUT replaces them; an empty list removes every member", async () => {
+    assert.equal((await api.put(path, { users: [{ uuid: carol.uuid }] })).status, 204);
+    assert.deepEqual(await members(), { users: [member(carol)] });
+    assert.equal((await api.put(path, { users: [] })).status, 204);
+    assert.deepEqual(await members(), { users: [] });
+  });
+
+  await t.step("a refused body changes nothing", async () => {
+    assert.equal((await api.put(path, { users: [{ uuid: alice.uuid }] })).status, 204);
+    const unknown = crypto.randomUUID();
+    await expectConfdError(
+      await api.put(path, { users: [{ uuid: bob.uuid }, { uuid: unknown }] }),
+      400,
+      `Input Error - field 'users': User was not found ('uuid': '${unknown}')`,
+    );
+    await expectConfdError(
+      await api.put(path, { users: [{ uuid: bob.uuid }, { uuid: bob.uuid.toUpperCase() }] }),
+      400,
+      "Resource Error - Operation not permitted. Cannot associate same user more than once",
+    );
+    await api.expectInvalid("PUT", path, [
+      [{}, /^Input Error - field 'users': /],
+      [{ users: bob.uuid }, /^Input Error - field 'users': /],
+      [{ users: [{ id: bob.id }] }, /^Input Error - field 'users\.0\.uuid': /],
+      [{ users: [{ uuid: 5 }] }, /^Input Error - field 'users\.0\.uuid': /],
+    ]);
+    await api.expectJsonObjectBody("PUT", path);
+    assert.deepEqual(await members(), { users: [member(alice)] });
+  });
+
+  await t.step("an unknown switchboard: 404", async () => {
+    await expectNotFound(
+      await api.put("/switchboards/999/members/users", { users: [] }),
+      "Switchboard",
+      { id: 999 },
+    );
+    await expectNotFound(
+      await api.put("/switchboards/abc/members/users", { users: [] }),
+      "Switchboard",
+      { id: "abc" },
+    );
+  });
+
+  await t.step("a member cannot be deleted; once removed it can", async () => {
+    await expectConfdError(
+      await api.delete(`/users/${alice.id}`),
+      400,
+      "Resource Error - User is associated with a Switchboard",
+    );
+    assert.equal((await api.put(path, { users: [] })).status, 204);
+    assert.equal((await api.delete(`/users/${alice.id}`)).status, 204);
   });
 });
 
@@ -162,6 +240,9 @@ Deno.test("/1.1/switchboards: ACLs", async (t) => {
     ["GET", "/switchboards/1", "confd.switchboards.1.read"],
     ["PUT", "/switchboards/1", "confd.switchboards.1.update", {}],
     ["GET", "/switchboards/1/stats", "confd.switchboards.1.stats.read"],
+    ["PUT", "/switchboards/1/members/users", "confd.switchboards.1.members.users.update", {
+      users: [],
+    }],
     ["DELETE", "/switchboards/1", "confd.switchboards.1.delete"],
   ]);
 });

@@ -127,6 +127,35 @@ Deno.test("POST /1.1/users/import is all or nothing and names every bad line", a
     assert.match(errors[4]!, /field 'call_permissions'/);
   });
 
+  await t.step("a row reports every bad field, not only the first", async () => {
+    const csv = [
+      "firstname,lastname,email,username,password,enabled,ring_seconds,line_protocol,context," +
+      "exten,sip_username,voicemail_name,voicemail_number,voicemail_attach_audio,call_permissions",
+      "Good,Row,,good2,,,,sip,default,1061,,,,,internal",
+      ",,nope,x,pw,maybe,abc,ftp,nowhere,1062,bad user!,,12a,perhaps,unknown;internal;other",
+      "Bob,,bob@,,,,,sip,,,,,,,",
+    ].join("\n");
+    const response = await csvRequest(api, "POST", csv);
+    assert.equal(response.status, 400);
+    assert.deepEqual(await response.json(), [
+      "Line 3: Input Error - field 'enabled': Not a valid boolean.",
+      "Line 3: Input Error - field 'ring_seconds': Not a valid integer.",
+      "Line 3: Input Error - field 'firstname': Invalid input: expected string, received undefined",
+      "Line 3: Input Error - field 'email': Not a valid email address.",
+      "Line 3: Input Error - field 'username': Must be 2 or more letters, digits or the characters _ . @ + -.",
+      "Line 3: Input Error - field 'password': Shorter than minimum length 4.",
+      "Line 3: Input Error - field 'line_protocol': Must be one of: sip, sccp.",
+      "Line 3: Input Error - field 'context': Context was not found ('name': 'nowhere')",
+      "Line 3: Input Error - field 'sip_username': SIP columns need line_protocol sip.",
+      "Line 3: Input Error - field 'call_permissions': CallPermission was not found ('name': 'unknown'), CallPermission was not found ('name': 'other')",
+      "Line 3: Input Error - field 'voicemail_name': Required, at most 80 characters.",
+      "Line 3: Input Error - field 'voicemail_number': Must be 1 to 40 digits.",
+      "Line 3: Input Error - field 'voicemail_attach_audio': Not a valid boolean.",
+      "Line 4: Input Error - field 'email': Not a valid email address.",
+      "Line 4: Input Error - field 'context': A line needs a context.",
+    ]);
+  });
+
   await t.step("taken unique values are checked once every row is valid", async () => {
     const csv = [
       HEADER,
@@ -266,6 +295,22 @@ Deno.test("PUT /1.1/users/import updates users by uuid", async (t) => {
       400,
       /column 'uuid' is required/,
     );
+    // every bad field of every row, in one answer
+    const bad = [
+      "uuid,email,ring_seconds,enabled,call_permissions",
+      "not-a-uuid,nope,-1x,yes,unknown",
+      `${uuid},,99999,,`,
+    ].join("\n");
+    const response = await csvRequest(api, "PUT", bad);
+    assert.equal(response.status, 400);
+    assert.deepEqual(await response.json(), [
+      "Line 2: Input Error - field 'uuid': A valid uuid is required.",
+      "Line 2: Input Error - field 'enabled': Not a valid boolean.",
+      "Line 2: Input Error - field 'ring_seconds': Not a valid integer.",
+      "Line 2: Input Error - field 'email': Not a valid email address.",
+      "Line 2: Input Error - field 'call_permissions': CallPermission was not found ('name': 'unknown')",
+      "Line 3: Input Error - field 'ring_seconds': Must be less than or equal to 10800.",
+    ]);
     assert.equal((await (await api.get(`/users/${uuid}`)).json()).lastname, "Dupont");
   });
 });

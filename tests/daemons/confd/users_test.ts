@@ -212,8 +212,8 @@ Deno.test("/1.1/users lists", async (t) => {
 });
 
 Deno.test("/1.1/users services and forwards", async (t) => {
-  const { api } = await setupConfd();
-  const user = await api.create("/users", { firstname: "Alice" });
+  const { ctx, api } = await setupConfd();
+  const user = await api.create("/users", { firstname: "Alice", username: "alice" });
   const path = `/users/${user.id}`;
 
   await t.step("services: DND and incoming call filter", async () => {
@@ -238,6 +238,54 @@ Deno.test("/1.1/users services and forwards", async (t) => {
     );
     await expectConfdError(await api.put(`${path}/services/dnd`, {}), 400, /field 'enabled'/);
     await expectConfdError(await api.get("/users/999/services"), 404, /User was not found/);
+  });
+
+  await t.step("services: all at once, as the clients send them", async () => {
+    const configUpdates = async () =>
+      (await ctx.services.events.retained()).filter((event) =>
+        event.message.msgType === "UserConfigUpdate" && event.message.userId === user.id
+      ).length;
+    const before = await configUpdates();
+    const response = await api.put(`${path}/services`, {
+      dnd: { enabled: false },
+      incallfilter: { enabled: true },
+    });
+    assert.equal(response.status, 204);
+    assert.deepEqual(await (await api.get(`${path}/services`)).json(), {
+      dnd: { enabled: false },
+      incallfilter: { enabled: true },
+    });
+    assert.equal(await configUpdates(), before + 1, "one UserConfigUpdate: DND changed");
+    // a service left out, or sent without `enabled`, keeps its state; by uuid too
+    assert.equal(
+      (await api.put(`/users/${user.uuid}/services`, { dnd: { enabled: true } })).status,
+      204,
+    );
+    assert.equal((await api.put(`${path}/services`, { incallfilter: {} })).status, 204);
+    assert.equal((await api.put(`${path}/services`, {})).status, 204);
+    assert.deepEqual(await (await api.get(`${path}/services`)).json(), {
+      dnd: { enabled: true },
+      incallfilter: { enabled: true },
+    });
+  });
+
+  await t.step("services: every error of the whole-body PUT", async () => {
+    await api.expectInvalid("PUT", `${path}/services`, [
+      [{ dnd: { enabled: "true" } }, /^Input Error - field 'dnd\.enabled': /],
+      [{ dnd: true }, /^Input Error - field 'dnd': /],
+      [{ dnd: { enabled: true }, incallfilter: { enabled: 1 } }, /field 'incallfilter\.enabled'/],
+    ]);
+    await api.expectJsonObjectBody("PUT", `${path}/services`);
+    await expectNotFound(
+      await api.put("/users/999/services", { dnd: { enabled: true } }),
+      "User",
+      { id: 999 },
+    );
+    // a refused body changed nothing
+    assert.deepEqual(await (await api.get(`${path}/services`)).json(), {
+      dnd: { enabled: true },
+      incallfilter: { enabled: true },
+    });
   });
 
   await t.step("forwards: one at a time and all at once", async () => {
@@ -310,6 +358,9 @@ Deno.test("/1.1/users: every route needs its ACL", async (t) => {
     ["GET", `/users/${id}/services/dnd`, `confd.users.${id}.services.dnd.read`],
     ["PUT", `/users/${id}/services/dnd`, `confd.users.${id}.services.dnd.update`, {
       enabled: true,
+    }],
+    ["PUT", `/users/${id}/services`, `confd.users.${id}.services.update`, {
+      incallfilter: { enabled: true },
     }],
     ["GET", `/users/${id}/forwards`, `confd.users.${id}.forwards.read`],
     ["PUT", `/users/${id}/forwards`, `confd.users.${id}.forwards.update`, {}],

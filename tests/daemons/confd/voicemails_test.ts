@@ -157,7 +157,16 @@ Deno.test("/1.1/users/{id}/voicemails: associate and dissociate", async (t) => {
       items: [{ user_id: alice.id, voicemail_id: first.id }],
     });
     const voicemail = await (await api.get(`/voicemails/${first.id}`)).json();
-    assert.deepEqual(voicemail.users, [{ id: alice.id }, { id: bob.id }]);
+    // each user as the clients read it: `list_users` reads `users`, then uuid and names
+    assert.deepEqual(
+      voicemail.users,
+      [alice, bob].map(({ id, uuid, firstname, lastname }) => ({
+        id,
+        uuid,
+        firstname,
+        lastname,
+      })),
+    );
   });
 
   await t.step("a user has one voicemail at most", async () => {
@@ -215,6 +224,48 @@ Deno.test("/1.1/users/{id}/voicemails: associate and dissociate", async (t) => {
   });
 });
 
+Deno.test("DELETE /1.1/users/{id}/voicemails dissociates the user's voicemail, unnamed", async (t) => {
+  const { ctx, api } = await setupConfd();
+  const alice = await ctiUser(ctx, "alice");
+  const bob = await ctiUser(ctx, "bob");
+  const voicemail = await (await api.post("/voicemails", MAILBOX)).json();
+  for (const user of [alice, bob]) {
+    assert.equal((await api.put(`/users/${user.id}/voicemails/${voicemail.id}`)).status, 204);
+  }
+
+  await t.step("204; both sides forget it, the other user keeps it", async () => {
+    // as the clients send it: no body, `Accept: application/json`
+    const response = await api.call("DELETE", `/users/${alice.uuid}/voicemails`, undefined, {
+      Accept: "application/json",
+    });
+    assert.equal(response.status, 204);
+    assert.equal(await response.text(), "");
+    assert.deepEqual(await (await api.get(`/users/${alice.id}/voicemails`)).json(), {
+      total: 0,
+      items: [],
+    });
+    assert.equal((await getUser(ctx.services.store, alice.id))?.voicemail_id, null);
+    const users = (await (await api.get(`/voicemails/${voicemail.id}`)).json()).users;
+    assert.deepEqual(users.map((user: { id: number }) => user.id), [bob.id]);
+  });
+
+  await t.step("a user without voicemail: 204, nothing changes", async () => {
+    assert.equal((await api.delete(`/users/${alice.id}/voicemails`)).status, 204);
+    assert.equal((await getUser(ctx.services.store, bob.id))?.voicemail_id, voicemail.id);
+  });
+
+  await t.step("an unknown user: 404", async () => {
+    await expectNotFound(await api.delete("/users/999/voicemails"), "User", { id: 999 });
+    const uuid = crypto.randomUUID();
+    await expectNotFound(await api.delete(`/users/${uuid}/voicemails`), "User", { uuid });
+  });
+
+  await t.step("the voicemail can be deleted once no user holds it", async () => {
+    assert.equal((await api.delete(`/users/${bob.id}/voicemails`)).status, 204);
+    assert.equal((await api.delete(`/voicemails/${voicemail.id}`)).status, 204);
+  });
+});
+
 Deno.test("/1.1/voicemails: ACLs", async (t) => {
   const { ctx, api: admin } = await setupConfd();
   await (await admin.post("/voicemails", MAILBOX)).body?.cancel();
@@ -227,6 +278,7 @@ Deno.test("/1.1/voicemails: ACLs", async (t) => {
     ["GET", `/users/${user.id}/voicemails`, `confd.users.${user.id}.voicemails.read`],
     ["PUT", `/users/${user.id}/voicemails/1`, `confd.users.${user.id}.voicemails.1.update`],
     ["DELETE", `/users/${user.id}/voicemails/1`, `confd.users.${user.id}.voicemails.1.delete`],
+    ["DELETE", `/users/${user.id}/voicemails`, `confd.users.${user.id}.voicemails.delete`],
     ["DELETE", "/voicemails/1", "confd.voicemails.1.delete"],
   ]);
 });

@@ -458,3 +458,44 @@ Deno.test("two processes on one store: only the lease holder hands events over a
     await a.close();
   }
 });
+
+Deno.test("Asterisk refusing a command: agentd 503, a dial to no extension 400", async () => {
+  // 19-errors: a QueueAdd into a queue Asterisk does not have, an Originate to no extension
+  const replay = await startAmiReplay({
+    connections: ["19-errors"],
+    auto: (_action, index) => ![0, 8, 19].includes(index),
+  });
+  const a = await asteriskContext(replay.port);
+  const { ctx, platform } = a;
+  try {
+    platform.start();
+    await platform.firstSync();
+    await replay.waiting();
+    const agentd = await webServiceUser(ctx, ["agentd.#"]);
+    const agents = apiCall(ctx, "/agents", await login(ctx, "webservice", agentd.login));
+    const response = await agents("POST", "/by-number/8001/login", {
+      extension: "1002",
+      context: "default",
+    });
+    assert.equal(response.status, 503);
+    assert.deepEqual(await response.json(), {
+      error: "Asterisk refused QueueAdd: Unable to add interface to queue: No such queue",
+    });
+    assert.equal((await platform.agentPresence(a.w.agent.id)).logged, false);
+
+    await replay.waiting();
+    const ws = await webServiceUser(ctx, ["svc.rest.#"]);
+    const v2 = apiCall(ctx, V2, await login(ctx, "webservice", ws.login));
+    await login(ctx, "login", "alice");
+    const dial = await v2("POST", "/dial/number/alice", { destination: "1099" });
+    assert.equal(dial.status, 400);
+    assert.deepEqual(await dial.json(), {
+      error: "BadRequest",
+      message: "Asterisk refused Originate: Extension does not exist.",
+    });
+    assert.deepEqual(platform.calls(), [], "the refused dial left nothing behind");
+  } finally {
+    await a.close();
+    await replay.close();
+  }
+});
