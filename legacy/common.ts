@@ -4,8 +4,8 @@
  * auto-connects the user").
  */
 import type { Context } from "hono";
-import { MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
 import { pathUser, userNotFound } from "../lib/control.ts";
+import { pathValueProblem } from "../lib/path_values.ts";
 import type { Services } from "../lib/services.ts";
 import { markConnected } from "../lib/store/connections.ts";
 import type { UserRecord } from "../lib/store/users.ts";
@@ -21,10 +21,14 @@ export const both = (path: string): string[] => [path, `${path}/`];
 /** The `username` of a route's path (the routes on several paths do not type their params). */
 export const pathUsername = (c: Context): string => c.req.param("username") ?? "";
 
-/** The user named `username` (400 `UserNotFound` when none), without connecting it. */
+/**
+ * The user named `username` (400 `UserNotFound` when none), without connecting it. A value no
+ * username can be (`lib/path_values.ts`: too long, a control character) is not looked up.
+ */
 export async function legacyUser({ store }: Services, username: string): Promise<UserRecord> {
-  // no username is longer than a login may be: a longer one is not looked up
-  if (username.length > MAX_LOGIN_LENGTH) throw userNotFound(username.slice(0, 64) + "…");
+  if (pathValueProblem(username)) {
+    throw userNotFound(username.length > 64 ? `${username.slice(0, 64)}…` : username);
+  }
   return await pathUser(store, username);
 }
 

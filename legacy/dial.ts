@@ -14,20 +14,22 @@ import { type DialCommand, dialFor, readDial } from "../lib/dial.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { both, connectedUser, pathUsername } from "./common.ts";
+import { legacyIdempotent } from "./idempotency.ts";
 
 export function dialRoutes(services: Services): Hono<AppEnv> {
   /** Connects the path user and runs `command` for it. */
   const run = async (c: Context<AppEnv>, route: string, command: DialCommand) =>
     dialFor(c, services, route, await connectedUser(services, pathUsername(c)), command);
+  const once = legacyIdempotent(services);
 
   return new Hono<AppEnv>()
-    .on("POST", both("/dial/:domain/:username"), async (c) => {
+    .on("POST", both("/dial/:domain/:username"), once, async (c) => {
       return run(c, "1.0 dial", await readDial.number(c, "number"));
     })
-    .on("POST", both("/dialByUsername/:domain/:username"), async (c) => {
+    .on("POST", both("/dialByUsername/:domain/:username"), once, async (c) => {
       return run(c, "1.0 dialByUsername", await readDial.user(c));
     })
-    .on("POST", both("/dialFromQueue/:domain/:username"), async (c) => {
+    .on("POST", both("/dialFromQueue/:domain/:username"), once, async (c) => {
       return run(c, "1.0 dialFromQueue", await readDial.fromQueue(c));
     });
 }

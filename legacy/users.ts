@@ -27,6 +27,7 @@ import { type AppEnv, bodyObject, readBody, readJson, required } from "../lib/ht
 import type { Services } from "../lib/services.ts";
 import { findUserByUsername, type ForwardKind } from "../lib/store/users.ts";
 import { both, connect, connectedUser, pathUsername } from "./common.ts";
+import { legacyIdempotent } from "./idempotency.ts";
 
 const connectSchema = bodyObject({ password: z.string(required("a string")) });
 const dndSchema = bodyObject({ state: z.boolean(required("a boolean")) });
@@ -56,7 +57,7 @@ export function userRoutes(services: Services): Hono<AppEnv> {
       await connect(services, user);
       return c.json(SUCCESS);
     })
-    .on("POST", both("/dnd/:domain/:username"), async (c) => {
+    .on("POST", both("/dnd/:domain/:username"), legacyIdempotent(services), async (c) => {
       const { state } = await readBody(c, dndSchema, SERVICE_BODY);
       const user = await connectedUser(services, pathUsername(c));
       await changeDnd(services, user, state);

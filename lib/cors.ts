@@ -24,19 +24,24 @@ import type { AppEnv } from "./http.ts";
 /** The methods a preflight allows: every one the areas answer. */
 export const CORS_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
-/** The request headers a preflight allows: the token's two headers, the body's type, the id. */
+/**
+ * The request headers a preflight allows: the token's two headers, the body's type, the id, and
+ * the commands' `Idempotency-Key`.
+ */
 export const CORS_REQUEST_HEADERS = [
   "Authorization",
   "X-Auth-Token",
   "Content-Type",
   "Accept",
   "X-Request-Id",
+  "Idempotency-Key",
 ];
 
 /**
  * The response headers a page may read beyond the safelisted ones: the request id, a created
- * resource's `Location`, the login throttle's `Retry-After`, the CSV export's file name and the
- * deprecated mobile push routes' `Deprecation` and `Link`.
+ * resource's `Location`, the login throttle's `Retry-After`, the CSV export's file name, the
+ * deprecated mobile push routes' `Deprecation` and `Link`, and `Idempotent-Replayed` of a replayed
+ * command.
  */
 export const CORS_EXPOSED_HEADERS = [
   "X-Request-Id",
@@ -45,6 +50,7 @@ export const CORS_EXPOSED_HEADERS = [
   "Content-Disposition",
   "Deprecation",
   "Link",
+  "Idempotent-Replayed",
 ];
 
 /** How long (seconds) a browser may keep a preflight's answer: 2 hours, Chromium's own cap. */

@@ -18,6 +18,35 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * A request body that cannot be read in full: the connection ended or broke before the body did,
+ * or fewer bytes came than `Content-Length` announced. The client is at fault (or gone): 400 in
+ * every area's form, never a 500.
+ */
+export class IncompleteBody extends ApiError {
+  constructor(detail: string, cause?: unknown) {
+    super(400, "IncompleteBody", `the request body could not be read in full: ${detail}`);
+    this.name = "IncompleteBody";
+    if (cause !== undefined) this.cause = cause;
+  }
+}
+
+/**
+ * A path value no route can accept (empty, too long, a control character: `lib/path_values.ts`),
+ * refused before any store access; each area answers it as it answers an unknown id.
+ */
+export class UnknownPathValue extends Error {
+  constructor(readonly param: string, readonly value: string, readonly reason: string) {
+    super(`path value ${param} ${reason}`);
+    this.name = "UnknownPathValue";
+  }
+
+  /** The value as messages show it: 64 characters at most. */
+  get shown(): string {
+    return this.value.length > 64 ? `${this.value.slice(0, 64)}…` : this.value;
+  }
+}
+
 /** Something svc depends on does not answer; every area answers 503 `Unreachable`. */
 export class Unreachable extends Error {
   constructor(message: string, cause: unknown) {
@@ -41,3 +70,40 @@ export class PlatformUnavailable extends Unreachable {
     this.name = "PlatformUnavailable";
   }
 }
+
+/**
+ * Deno KV refused an operation as malformed (a key or value too large, too many mutations, a key
+ * part of the wrong type…): svc asked for something the store never accepts, whatever its state.
+ * Not `Unreachable`: the store is up, and asking again changes nothing. A write too large for the
+ * store ({@link STORE_SIZE_LIMITS}) comes from what a request sent: each area answers it 413 (see
+ * `storeLimitError` in `lib/http.ts`); any other kind is svc's own fault, answered as an
+ * unexpected failure (500, logged).
+ */
+export class StoreRejected extends Error {
+  constructor(readonly kind: StoreRejection, cause: unknown) {
+    super(`the store refused the operation (${kind}): ${(cause as Error)?.message ?? cause}`, {
+      cause,
+    });
+    this.name = "StoreRejected";
+  }
+}
+
+/** Why Deno KV refused an operation (see {@link StoreRejected}). */
+export type StoreRejection =
+  | "key_too_large_for_read"
+  | "key_too_large_for_write"
+  | "value_too_large"
+  /** Too many mutations or checks in one atomic operation, or too many bytes in all. */
+  | "write_too_large"
+  /** Too many keys or entries asked at once. */
+  | "read_too_large"
+  | "invalid_key"
+  | "invalid_value"
+  | "invalid_operation";
+
+/** The refusals that say a write is too large for the store, and what each means to a client. */
+export const STORE_SIZE_LIMITS: Partial<Record<StoreRejection, string>> = {
+  key_too_large_for_write: "a value sent is too long to be kept (the store keys at most 2 KiB)",
+  value_too_large: "what was sent would make a record larger than the store keeps (64 KiB)",
+  write_too_large: "the request would change more at once than the store takes in one write",
+};

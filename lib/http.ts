@@ -1,8 +1,14 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import type { Identity } from "./auth/tokens.ts";
-import { ApiError, Unreachable } from "./errors.ts";
+import {
+  ApiError,
+  IncompleteBody,
+  STORE_SIZE_LIMITS,
+  StoreRejected,
+  UnknownPathValue,
+  Unreachable,
+} from "./errors.ts";
 import type { Logger } from "./log.ts";
 
 /** What every handler may read from the context. */
@@ -58,28 +64,83 @@ export function requestLog(logger: Logger): MiddlewareHandler<AppEnv> {
   };
 }
 
-/** Refuses a body larger than `maxBytes(c)` with 413 before reading it whole. */
+/** 413 `PayloadTooLarge`, the same in every area. */
+const tooLarge = (maxSize: number) =>
+  new ApiError(413, "PayloadTooLarge", `request body is larger than ${maxSize} bytes`);
+
+/**
+ * Reads the request body once, whole, before any route: the one place a body is read from the
+ * connection, so that no route meets a connection that broke.
+ *
+ * - Over `maxBytes(c)`: 413 `PayloadTooLarge`, from `Content-Length` at once, else as soon as the
+ *   streamed bytes pass it; an oversized body is never read whole.
+ * - A body that cannot be read in full (the connection ended or broke first, or fewer bytes than
+ *   `Content-Length` said): 400 `IncompleteBody` ({@link IncompleteBody}), in the area's form.
+ *   When the client is gone, nobody reads that answer and the connection just closes.
+ * - Otherwise the request goes on with the bytes in memory, so every reader (`c.req.text()`,
+ *   `json()`, `arrayBuffer()`, `raw.formData()`, a clone) reads them without I/O and cannot fail.
+ *
+ * @example
+ * app.use(limitBody(() => MiB));
+ */
 export function limitBody(maxBytes: (c: Context) => number): MiddlewareHandler {
-  const limits = new Map<number, MiddlewareHandler>();
-  return (c, next) => {
-    if (!c.req.raw.body) return next(); // nothing to read (GET, HEAD, an empty POST)
+  return async (c, next) => {
+    const stream = c.req.raw.body;
+    if (!stream) return next(); // nothing to read (GET, HEAD, an empty POST)
     const maxSize = maxBytes(c);
-    let limit = limits.get(maxSize);
-    if (!limit) {
-      limit = bodyLimit({
-        maxSize,
-        onError: () => {
-          throw new ApiError(
-            413,
-            "PayloadTooLarge",
-            `request body is larger than ${maxSize} bytes`,
-          );
-        },
-      });
-      limits.set(maxSize, limit);
+    // with Transfer-Encoding, Content-Length means nothing (RFC 9112 §6.3)
+    const header = c.req.header("transfer-encoding") ? undefined : c.req.header("content-length");
+    const declared = header !== undefined && /^\d{1,15}$/.test(header.trim())
+      ? Number(header.trim())
+      : null;
+    if (declared !== null && declared > maxSize) {
+      await stream.cancel().catch(() => {});
+      throw tooLarge(maxSize);
     }
-    return limit(c, next);
+    const bytes = await readAll(stream, maxSize);
+    if (declared !== null && bytes.length !== declared) {
+      throw new IncompleteBody(`${bytes.length} bytes came, Content-Length said ${declared}`);
+    }
+    // a new request rather than `new Request(raw, …)`: that reads `raw.signal`, which makes
+    // Deno.serve warn on stderr about its legacy abort behaviour (nothing here uses the signal)
+    const { url, method, headers } = c.req.raw;
+    c.req.raw = new Request(url, { method, headers, body: bytes });
+    return next();
   };
+}
+
+/** The bytes of `stream`, at most `maxSize` (413 beyond); a failed read is {@link IncompleteBody}. */
+async function readAll(
+  stream: ReadableStream<Uint8Array>,
+  maxSize: number,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch (error) {
+      // Deno.serve: BadResource (the connection ended or broke before the body did)
+      throw new IncompleteBody(`the connection ended after ${size} bytes`, error);
+    }
+    if (chunk.done) break;
+    size += chunk.value.length;
+    if (size > maxSize) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(maxSize);
+    }
+    chunks.push(chunk.value);
+  }
+  if (chunks.length === 1) return chunks[0] as Uint8Array<ArrayBuffer>;
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return bytes;
 }
 
 /** The error codes of a route's body: missing, and not JSON or not matching the model. */
@@ -140,9 +201,52 @@ export function describeIssue(error: z.ZodError): string {
   return path ? `field ${path}: ${issue.message}` : issue.message;
 }
 
+/**
+ * How the 2.0 and 1.0 APIs answer a path value that can name nothing (`lib/path_values.ts`): as
+ * each answers an unknown value of that name. The call qualification routes' values are refused
+ * as their bad dates are.
+ */
+const UNKNOWN_PATH_VALUES: Record<string, (shown: string, reason: string) => ApiError> = {
+  username: (shown) => new ApiError(400, "UserNotFound", `user ${shown} not found`),
+  id: (shown) => new ApiError(404, "ContactNotFound", `contact ${shown} does not exist`),
+  uuid: (shown) => new ApiError(404, "CallbackRequestNotFound", `no callback request ${shown}`),
+  extension: (shown) => new ApiError(404, "PhoneNotFound", `no simulated phone ${shown}`),
+  queue_id: (shown, reason) => new ApiError(400, "JsonErrorDecoding", `queue ${shown} ${reason}`),
+  from: (shown, reason) => new ApiError(400, "JsonErrorDecoding", `from ${shown} ${reason}`),
+  to: (shown, reason) => new ApiError(400, "JsonErrorDecoding", `to ${shown} ${reason}`),
+};
+
+/** The 2.0/1.0 answer to an {@link UnknownPathValue}; a name not listed is 404 `NotFound`. */
+function unknownPathValue(error: UnknownPathValue): ApiError {
+  const answer = UNKNOWN_PATH_VALUES[error.param];
+  return answer
+    ? answer(error.shown, error.reason)
+    : new ApiError(404, "NotFound", `no ${error.param} ${error.shown}: it ${error.reason}`);
+}
+
+/**
+ * A write too large for the store (a `StoreRejected` of a size kind: what the request sent would
+ * make a key or a record larger than Deno KV keeps, or one write too big) as the 413
+ * `PayloadTooLarge` every area answers, logged as a warning; any other error as it is. Every
+ * area's error handler starts with it.
+ */
+export function storeLimitError(logger: Logger, requestId: string, error: Error): Error {
+  if (!(error instanceof StoreRejected)) return error;
+  const meaning = STORE_SIZE_LIMITS[error.kind];
+  if (!meaning) return error; // a key of the wrong type, a bad check…: svc's own fault, a 500
+  logger.warn("the store refused a write too large", {
+    requestId,
+    kind: error.kind,
+    cause: String(error.cause),
+  });
+  return new ApiError(413, "PayloadTooLarge", meaning);
+}
+
 /** Turns any error into the `{error, message}` answer; unexpected ones are logged, never leaked. */
 export function apiErrorHandler(logger: Logger) {
   return (error: Error, c: Context<AppEnv>): Response => {
+    error = storeLimitError(logger, c.get("requestId"), error);
+    if (error instanceof UnknownPathValue) error = unknownPathValue(error);
     if (error instanceof ApiError) {
       return c.json({ error: error.code, message: error.message }, error.status, error.headers);
     }

@@ -21,6 +21,7 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { agentStatus, userOfAgentLine } from "../lib/agent_control.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
+import { idempotent } from "../lib/idempotency.ts";
 import { SERVICE_BODY } from "../lib/control.ts";
 import { toCsv } from "../lib/csv.ts";
 import { ApiError } from "../lib/errors.ts";
@@ -212,6 +213,7 @@ async function step<T>(run: () => T | Promise<T>): Promise<T> {
 
 export function callbackRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens, platform, clock, logger } = services;
+  const once = idempotent(services);
 
   /** The list `uuid`; 400 `BadRequest` when there is none. */
   async function knownList(uuid: string): Promise<CallbackListRecord> {
@@ -265,6 +267,7 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
     .post(
       `${requests}/csv`,
       requireAcl(tokens, "svc.rest.callback_lists.callback_requests.csv.create"),
+      once,
       async (c) => {
         const body = await readBody(c, importSchema, SERVICE_BODY);
         const list = await knownList(body.listUuid);
@@ -303,7 +306,7 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
         });
       },
     )
-    .post(`${requests}/:uuid/take`, acl("take.create"), async (c) => {
+    .post(`${requests}/:uuid/take`, acl("take.create"), once, async (c) => {
       const body = await readBody(c, takeSchema, SERVICE_BODY);
       const agent = await knownAgent(body.agentNumber);
       const request = await step(() => takeRequest(store, uuidOf(c), agent.number, clock.now()));

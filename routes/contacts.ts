@@ -6,7 +6,8 @@
  */
 import { type Context, Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
-import { parseCsv, toCsv } from "../lib/csv.ts";
+import { idempotent } from "../lib/idempotency.ts";
+import { parseCsv, toCsv, unneutraliseCell } from "../lib/csv.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, MiB } from "../lib/http.ts";
 import type { PhoneStatus } from "../lib/platform/port.ts";
@@ -292,7 +293,8 @@ function readImport(bytes: Uint8Array): LineCheck[] {
     if (values.length > named.length) return { line, errors: ["too many fields"] };
     if (values.length < named.length) return { line, errors: ["missing fields"] };
     const fields = emptyFields();
-    named.forEach((name, i) => (fields[name] = values[i]!.trim()));
+    // trimmed, svc's formula-neutralising `'` removed (docs/decisions.md), trimmed again
+    named.forEach((name, i) => (fields[name] = unneutraliseCell(values[i]!.trim()).trim()));
     const problems = contactProblems(fields);
     return problems.length ? { line, errors: problems.map((p) => p.text) } : { line, fields };
   });
@@ -377,6 +379,7 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/contact/import/personal",
       acl("svc.rest.contact.import.personal.create"),
+      idempotent(services),
       async (c) => {
         const checks = readImport(await importBytes(c));
         const userId = await existingOwner(c, services);

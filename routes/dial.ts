@@ -34,11 +34,13 @@ import {
   toQueueSchema,
 } from "../lib/dial.ts";
 import { type AppEnv, readBody } from "../lib/http.ts";
+import { idempotent } from "../lib/idempotency.ts";
 import type { Services } from "../lib/services.ts";
 import { findQueueByName } from "../lib/store/queues.ts";
 
 export function dialRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens, platform } = services;
+  const once = idempotent(services);
 
   /** Runs `command` for the path user. */
   const run = async (c: Context<AppEnv>, route: string, command: DialCommand) =>
@@ -48,21 +50,25 @@ export function dialRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/dial/number/:username",
       requireAcl(tokens, "svc.rest.dial.number.{username}.create"),
+      once,
       async (c) => run(c, "number", await readDial.number(c)),
     )
     .post(
       "/dial/user/:username",
       requireAcl(tokens, "svc.rest.dial.user.{username}.create"),
+      once,
       async (c) => run(c, "user", await readDial.user(c)),
     )
     .post(
       "/dial/fromqueue/:username",
       requireAcl(tokens, "svc.rest.dial.fromqueue.create"),
+      once,
       async (c) => run(c, "fromqueue", await readDial.fromQueue(c)),
     )
     .post(
       "/dial/toqueue",
       requireAcl(tokens, "svc.rest.dial.toqueue.create"),
+      once,
       async (c) => {
         const body = await readBody(c, toQueueSchema, DIAL_BODY);
         const number = dialledNumber(body.destination);

@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
+import { idempotent } from "../lib/idempotency.ts";
 import type { Services } from "../lib/services.ts";
 import { changeDnd, pathUser, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 
@@ -14,9 +15,10 @@ const dndSchema = bodyObject({ state: z.boolean(required("a boolean")) });
 
 export function dndRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens } = services;
+  const acl = requireAcl(tokens, "svc.rest.dnd.{username}.create");
   return new Hono<AppEnv>()
     /** Body `{state: boolean}`; 400 `JsonBodyNotFound`, `JsonErrorDecoding`, `UserNotFound`. */
-    .post("/dnd/:username", requireAcl(tokens, "svc.rest.dnd.{username}.create"), async (c) => {
+    .post("/dnd/:username", acl, idempotent(services), async (c) => {
       const { state } = await readBody(c, dndSchema, SERVICE_BODY);
       const username = c.req.param("username");
       const user = await pathUser(store, username);

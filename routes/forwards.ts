@@ -13,6 +13,7 @@ import { z } from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { changeForward, pathUser, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
+import { idempotent } from "../lib/idempotency.ts";
 import type { Services } from "../lib/services.ts";
 import type { ForwardKind } from "../lib/store/users.ts";
 import { FORWARD_KINDS } from "../lib/user_services.ts";
@@ -24,6 +25,7 @@ const forwardSchema = bodyObject({
 
 export function forwardRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens } = services;
+  const once = idempotent(services);
 
   /**
    * Body `{destination: string, enabled: boolean}`; errors 400 `JsonBodyNotFound`,
@@ -34,6 +36,7 @@ export function forwardRoutes(services: Services): Hono<AppEnv> {
     new Hono<AppEnv>().post(
       `/forward/${kind}/:username`,
       requireAcl(tokens, `svc.rest.forward.${kind}.{username}.create`),
+      once,
       async (c) => {
         const change = await readBody(c, forwardSchema, SERVICE_BODY);
         const user = await pathUser(store, c.req.param("username"));

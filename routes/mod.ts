@@ -67,7 +67,7 @@ export function createApp(services: Services) {
   app.route("/0.1", xivoAuthRoutes(services));
   app.notFound((c) => {
     const message = `no route for ${c.req.method} ${c.req.path}`;
-    return c.req.path.startsWith("/1.1/")
+    return /^\/1\.1(\/|$)/.test(c.req.path) // the daemon's mount point, in its form
       ? c.json([`Resource Not Found - ${message}`], 404)
       : c.json({ error: "NotFound", message }, 404);
   });

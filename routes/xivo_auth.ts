@@ -24,8 +24,8 @@ import { CTI_USER_ALIAS, expandAcls, isAllowed } from "../lib/auth/acl.ts";
 import { authenticate } from "../lib/auth/authenticate.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
 import type { Clock } from "../lib/clock.ts";
-import { ApiError, Unreachable } from "../lib/errors.ts";
-import { type AppEnv, limitBody, logUnreachable, MiB } from "../lib/http.ts";
+import { ApiError, IncompleteBody, Unreachable } from "../lib/errors.ts";
+import { type AppEnv, limitBody, logUnreachable, MiB, storeLimitError } from "../lib/http.ts";
 import type { Logger } from "../lib/log.ts";
 import type { Services } from "../lib/services.ts";
 import { markConnected } from "../lib/store/connections.ts";
@@ -53,20 +53,6 @@ export class XivoAuthError extends Error {
 const authenticationFailed = () => new XivoAuthError(401, "Authentication Failed");
 const noSuchToken = () => new XivoAuthError(404, "No such token");
 const invalidBody = (why: string) => new XivoAuthError(400, `Invalid JSON body: ${why}`);
-
-/**
- * What reading a request body throws when the connection broke or ended before the body did
- * (Deno.serve: `BadResource`), whether the body limit or the route reads it: the only I/O of this
- * sub-app besides the store, whose failures are `Unreachable`.
- */
-const CUT_BODY_ERRORS = [
-  Deno.errors.BadResource,
-  Deno.errors.Http,
-  Deno.errors.ConnectionReset,
-  Deno.errors.ConnectionAborted,
-  Deno.errors.UnexpectedEof,
-  Deno.errors.Interrupted,
-];
 
 /** What a token request asks for. */
 interface TokenRequest {
@@ -206,15 +192,17 @@ function xivoAuthErrorHandler(logger: Logger, clock: Clock) {
         status,
         headers,
       );
+    error = storeLimitError(logger, c.get("requestId"), error);
     if (error instanceof XivoAuthError) return answer(error.status, error.message, error.headers);
+    // the connection ended or broke before the body did (lib/http.ts reads every body)
+    if (error instanceof IncompleteBody) {
+      return answer(400, "Invalid JSON body: the body was cut short");
+    }
     if (error instanceof ApiError) {
       // what the shared layers throw: a wrong password, the login throttle (429 with
       // Retry-After), a body over the limit (413)
       if (error.code === "InvalidCredentials") return answer(401, "Authentication Failed");
       return answer(error.status, error.message, error.headers);
-    }
-    if (CUT_BODY_ERRORS.some((type) => error instanceof type)) {
-      return answer(400, "Invalid JSON body: the body was cut short");
     }
     const requestId = c.get("requestId");
     if (error instanceof Unreachable) {

@@ -4,8 +4,8 @@
  */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ApiError, Unreachable } from "../../lib/errors.ts";
-import { type AppEnv, logUnreachable } from "../../lib/http.ts";
+import { ApiError, UnknownPathValue, Unreachable } from "../../lib/errors.ts";
+import { type AppEnv, logUnreachable, storeLimitError } from "../../lib/http.ts";
 import type { Logger } from "../../lib/log.ts";
 import { PlatformRefusal } from "../../lib/platform/port.ts";
 
@@ -75,8 +75,11 @@ export async function refusalsAnswered(command: () => Promise<void>): Promise<vo
 /** The sub-app's error handler: every failure as `{"error": "..."}`; unexpected ones logged. */
 export function agentdErrorHandler(logger: Logger) {
   return (error: Error, c: Context<AppEnv>): Response => {
+    error = storeLimitError(logger, c.get("requestId"), error);
     if (error instanceof AgentdError) return c.json({ error: error.message }, error.status);
-    // what the shared layers throw: a body over the limit (413)
+    // the daemon's path values all name an agent (by id or number): one that can name nothing
+    if (error instanceof UnknownPathValue) return c.json({ error: noSuchAgent().message }, 404);
+    // what the shared layers throw: a body over the limit (413), a body cut short (400)
     if (error instanceof ApiError) {
       return c.json({ error: error.message }, error.status, error.headers);
     }

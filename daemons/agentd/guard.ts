@@ -10,12 +10,14 @@ import { CTI_USER_ALIAS, isAllowed } from "../../lib/auth/acl.ts";
 import type { Identity, Tokens } from "../../lib/auth/tokens.ts";
 import { ApiError } from "../../lib/errors.ts";
 import type { AppEnv } from "../../lib/http.ts";
+import { checkPathValues } from "../../lib/path_values.ts";
 import { unauthorized } from "./errors.ts";
 
 /**
  * Accepts a token holding `template` filled from the path (any user type); a missing or unreadable
  * header, a bad or expired token and a missing ACL all answer 401
- * `invalid token or unauthorized`.
+ * `invalid token or unauthorized`. A path value no agent can have (`lib/path_values.ts`) answers
+ * 404 `no such agent`, between the token and the ACL.
  *
  * @example
  * app.get("/by-id/:id", agentdAcl(tokens, "agentd.agents.by-id.{id}.read"), handler);
@@ -23,6 +25,7 @@ import { unauthorized } from "./errors.ts";
 export function agentdAcl(tokens: Tokens, template: string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const identity = await verified(tokens, () => readToken(c));
+    checkPathValues(c); // before the ACL: none is built from a value that names nothing
     const required = fillAcl(template, c.req.param() as Record<string, string>);
     if (!isAllowed(granted(identity.acls), required, identity.userId)) throw unauthorized();
     c.set("identity", identity);

@@ -4,8 +4,8 @@
  */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ApiError, Unreachable } from "../../lib/errors.ts";
-import { type AppEnv, logUnreachable } from "../../lib/http.ts";
+import { ApiError, IncompleteBody, UnknownPathValue, Unreachable } from "../../lib/errors.ts";
+import { type AppEnv, logUnreachable, storeLimitError } from "../../lib/http.ts";
 import type { Logger } from "../../lib/log.ts";
 import { UniqueConflict } from "../../lib/store/records.ts";
 
@@ -55,7 +55,16 @@ const tokenCodes = new Set([
 /** The sub-app's error handler: every failure as an array of strings. */
 export function confdErrorHandler(logger: Logger) {
   return (error: Error, c: Context<AppEnv>): Response => {
+    error = storeLimitError(logger, c.get("requestId"), error);
     if (error instanceof ConfdError) return c.json(error.messages, error.status);
+    // a path value no resource can have (lib/path_values.ts): unknown, as an unknown id is
+    if (error instanceof UnknownPathValue) {
+      const message = `Resource Not Found - no resource has ${
+        describe({ [error.param]: error.shown })
+      }`;
+      return c.json([`${message}: the value ${error.reason}`], 404);
+    }
+    if (error instanceof IncompleteBody) return c.json([`Input Error - ${error.message}`], 400);
     if (error instanceof UniqueConflict) {
       return c.json([`Resource Error - ${error.field} already exists`], 400);
     }

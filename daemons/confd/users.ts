@@ -12,7 +12,7 @@ import { deleteContactsOfUser } from "../../lib/store/contacts.ts";
 import { deletePushTokensOfUser } from "../../lib/store/push_tokens.ts";
 import { extensions } from "../../lib/store/extensions.ts";
 import { followUserInLines, lines } from "../../lib/store/lines.ts";
-import { transact, type Transaction } from "../../lib/store/records.ts";
+import { allOf, transact, type Transaction } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { switchboards } from "../../lib/store/switchboards.ts";
 import {
@@ -128,11 +128,13 @@ const SUMMARY_FIELDS = [
 
 /**
  * The `view=summary` shape (16.04): a user with its main line's protocol, context, provisioning
- * code and first extension. Lines and extensions are read once for the whole list.
+ * code and first extension. Users, lines and extensions are read once for the whole list, at one
+ * state of the store (`allOf`).
  */
-async function userSummaries(store: Store, all: UserRecord[]) {
-  const lineById = new Map((await lines.all(store)).map((line) => [line.id, line]));
-  const extensionById = new Map((await extensions.all(store)).map((e) => [e.id, e]));
+async function userSummaries(store: Store) {
+  const [all, lineList, extensionList] = await allOf(store, [users, lines, extensions]);
+  const lineById = new Map(lineList.map((line) => [line.id, line]));
+  const extensionById = new Map(extensionList.map((e) => [e.id, e]));
   return all.map((user) => {
     const line = user.line_ids.length ? lineById.get(user.line_ids[0]!) : undefined;
     const extension = line?.extension_ids.length
@@ -245,14 +247,14 @@ export function userRoutes(services: Services) {
 
   return new Hono<AppEnv>()
     .get("/users", confdAcl(tokens, "confd.users.read"), async (c) => {
-      const all = await users.all(store);
       if (c.req.query("view") === "summary") {
-        return c.json(listItems(c, await userSummaries(store, all), {
+        return c.json(listItems(c, await userSummaries(store), {
           fields: SUMMARY_FIELDS,
           search: ["firstname", "lastname", "email", "extension", "provisioning_code"],
         }));
       }
       // the records hold every listed field, so only the page is turned into views
+      const all = await users.all(store);
       return c.json(listItems(c, all, { fields: USER_FIELDS, search: SEARCHED, view: userView }));
     })
     .post("/users", confdAcl(tokens, "confd.users.create"), async (c) => {

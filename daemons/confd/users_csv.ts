@@ -1,17 +1,23 @@
 /**
  * `/1.1/users/import` (POST creates, PUT updates by uuid) and `/1.1/users/export`: users as CSV.
  * An import is all or nothing (decisions §10): every row is checked first, every bad field of
- * every row is answered at once, and only a file without errors is written, through a journaled
- * bulk write. One row may create a user with its line (whose caller id follows the user), SIP or
- * SCCP endpoint, extension, voicemail and call permissions.
+ * every row is answered at once, and only a file without errors is written, through a bulk write
+ * (`lib/store/bulk.ts`) that no reader sees until its last commit, which shows every row at once.
+ * One row may create a user with its line (whose caller id follows the user), SIP or SCCP
+ * endpoint, extension, voicemail and call permissions.
  */
 import { Hono } from "hono";
 import type { z } from "zod";
 import { hashPassword } from "../../lib/auth/passwords.ts";
-import { parseCsv, toCsv } from "../../lib/csv.ts";
+import { parseCsv, toCsv, unneutraliseCell } from "../../lib/csv.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
-import { type BulkItem, bulkWrite, findBulkConflicts, reserveIds } from "../../lib/store/bulk.ts";
+import {
+  type BulkItem,
+  BulkWriteInterrupted,
+  bulkWriteOrConflicts,
+  reserveIds,
+} from "../../lib/store/bulk.ts";
 import { type CallPermissionRecord, callPermissions } from "../../lib/store/callpermissions.ts";
 import { contexts, inRanges } from "../../lib/store/contexts.ts";
 import {
@@ -30,12 +36,13 @@ import {
   newProvisioningCode,
   sameCallerId,
 } from "../../lib/store/lines.ts";
-import { randomText, type UniqueConflict } from "../../lib/store/records.ts";
+import { allOf, randomText, type UniqueConflict } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { buildUser, type UserRecord, users } from "../../lib/store/users.ts";
 import { type VoicemailRecord, voicemails } from "../../lib/store/voicemails.ts";
 import { ConfdError, describe } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
+import { confdIdempotent } from "./idempotency.ts";
 import { USER_FIELDS, userCreateSchema, userUpdateSchema } from "./users.ts";
 
 /**
@@ -132,7 +139,10 @@ async function readTable(c: { req: { text(): Promise<string> } }, required: stri
     }
     return {
       line,
-      row: Object.fromEntries(header.map((name, i) => [name, fields[i] ?? ""])) as Row,
+      // svc's formula-neutralising `'` removed (docs/decisions.md, "CSV and spreadsheets")
+      row: Object.fromEntries(
+        header.map((name, i) => [name, unneutraliseCell(fields[i] ?? "")]),
+      ) as Row,
     };
   });
   if (errors.length) throw new ConfdError(400, errors);
@@ -478,14 +488,27 @@ async function buildRecords(
   return { items, created };
 }
 
-/** Checks the whole batch and writes it, or answers every row's conflict. */
+/**
+ * Writes the whole batch, or answers every row's conflict and writes nothing
+ * (`bulkWriteOrConflicts`: a value an import not yet committed claimed is waited for). The
+ * records are written by a bulk write that readers see only once it is complete: every row at
+ * once, or none.
+ */
 async function writeAll(
   store: Store,
   entries: { item: BulkItem; row: number }[],
   lineOf: (row: number) => number,
 ) {
   const items = entries.map((entry) => entry.item);
-  const conflicts = await findBulkConflicts(store, items);
+  let conflicts;
+  try {
+    conflicts = await bulkWriteOrConflicts(store, items);
+  } catch (error) {
+    if (!(error instanceof BulkWriteInterrupted)) throw error;
+    throw new ConfdError(409, [
+      `Conflict - ${error.message}: nothing was written, send the file again`,
+    ]);
+  }
   if (conflicts.length) {
     throw new ConfdError(
       400,
@@ -496,7 +519,6 @@ async function writeAll(
       ),
     );
   }
-  await bulkWrite(store, items);
 }
 
 /** Plans every row, collecting every error of every row, in row order. */
@@ -621,13 +643,13 @@ async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
 
 /** One export row per user: the user's columns, its main line, voicemail and call permissions. */
 async function exportRows(store: Store): Promise<string[][]> {
-  const [allUsers, allLines, sips, allExtensions, allVoicemails, permissions] = await Promise.all([
-    users.all(store),
-    lines.all(store),
-    sipEndpoints.all(store),
-    extensions.all(store),
-    voicemails.all(store),
-    callPermissions.all(store),
+  const [allUsers, allLines, sips, allExtensions, allVoicemails, permissions] = await allOf(store, [
+    users,
+    lines,
+    sipEndpoints,
+    extensions,
+    voicemails,
+    callPermissions,
   ]);
   const byId = <T extends { id: number | string }>(records: T[]) =>
     new Map(records.map((record) => [record.id, record]));
@@ -671,13 +693,15 @@ async function exportRows(store: Store): Promise<string[][]> {
   });
 }
 
-export function userCsvRoutes({ store, tokens }: Services) {
+export function userCsvRoutes(services: Services) {
+  const { store, tokens } = services;
+  const once = confdIdempotent(services);
   return new Hono<AppEnv>()
-    .post("/users/import", confdAcl(tokens, "confd.users.import.create"), async (c) => {
+    .post("/users/import", confdAcl(tokens, "confd.users.import.create"), once, async (c) => {
       const created = await importCreate(store, await readTable(c, "firstname"));
       return c.json({ created }, 201);
     })
-    .put("/users/import", confdAcl(tokens, "confd.users.import.update"), async (c) => {
+    .put("/users/import", confdAcl(tokens, "confd.users.import.update"), once, async (c) => {
       const updated = await importUpdate(store, await readTable(c, "uuid"));
       return c.json({ updated });
     })

@@ -2,6 +2,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { ApiError } from "../errors.ts";
 import type { AppEnv } from "../http.ts";
+import { checkPathValues } from "../path_values.ts";
 import { isAllowed } from "./acl.ts";
 import type { Tokens } from "./tokens.ts";
 
@@ -45,18 +46,24 @@ export function fillAcl(template: string, params: Record<string, string>): strin
   });
 }
 
-/** Accepts any valid token and puts its identity in `c.var.identity`. */
+/**
+ * Accepts any valid token and puts its identity in `c.var.identity`; then the path values must
+ * meet `lib/path_values.ts` (else `UnknownPathValue`, before any store access).
+ */
 export function requireToken(tokens: Tokens): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     c.set("identity", await tokens.verify(readToken(c)));
+    checkPathValues(c);
     await next();
   };
 }
 
 /**
  * Accepts a valid token holding the ACL `template` filled from the path; otherwise 403
- * `Forbidden` naming the missing ACL. With `ctiOnly`, the route belongs to CTI users: a web service
- * user's token holding the ACL is refused with 403 `Forbidden` and that message.
+ * `Forbidden` naming the missing ACL. Between the token and the ACL, the path values must meet
+ * `lib/path_values.ts` (else `UnknownPathValue`, before any store access): no ACL is built from a
+ * value that names nothing. With `ctiOnly`, the route belongs to CTI users: a web service user's
+ * token holding the ACL is refused with 403 `Forbidden` and that message.
  *
  * @example
  * app.post("/dnd/:username", requireAcl(tokens, "svc.rest.dnd.{username}.create"), handler);
@@ -69,6 +76,7 @@ export function requireAcl(
   const constant = template.includes("{") ? null : template;
   return async (c, next) => {
     const identity = await tokens.verify(readToken(c));
+    checkPathValues(c);
     const required = constant ?? fillAcl(template, c.req.param() as Record<string, string>);
     if (!isAllowed(identity.acls, required, identity.userId)) {
       throw new ApiError(403, "Forbidden", `missing ACL ${required}`);

@@ -13,7 +13,7 @@ import {
 import { type ExtensionRecord, extensions } from "../store/extensions.ts";
 import { type LineRecord, lines } from "../store/lines.ts";
 import { type QueueRecord, queues } from "../store/queues.ts";
-import { localWriteCount } from "../store/records.ts";
+import { allOf, localWriteCount } from "../store/records.ts";
 import { sharedRead } from "../store/shared_read.ts";
 import type { Store } from "../store/store.ts";
 import { type UserRecord, users } from "../store/users.ts";
@@ -237,17 +237,7 @@ export function directoryLoader(store: Store): DirectoryLoader {
       const started = { at: performance.now(), writes: localWriteCount() };
       const current = (await versions()).map((entry) => entry.versionstamp).join(",");
       if (cached?.versions !== current) {
-        const directory = new Directory(
-          ...await Promise.all([
-            users.all(store),
-            lines.all(store),
-            extensions.all(store),
-            queues.all(store),
-            agents.all(store),
-            sipEndpoints.all(store),
-            customEndpoints.all(store),
-          ]),
-        );
+        const directory = new Directory(...await allOf(store, collections));
         cached = { versions: current, directory };
       }
       checked = started;

@@ -8,9 +8,15 @@
  *   agents taking the same request at once cannot both win.
  * - `["callback_requests_by_uuid", uuid]` holds the request's list UUID: the workflow routes name a
  *   request by its UUID alone. A request never changes list, so this key is written once.
+ *
+ * An import too large for one atomic operation is a staged write of `bulk.ts`: its requests are
+ * stored as `StagedValue`s (records.ts) that readers see only once its last commit removed it from
+ * the hidden writes, so the import shows all at once.
  */
 import { sanitizeNumber } from "../phone_numbers.ts";
+import { stagedKind, StagedWrite } from "./bulk.ts";
 import { type CallbackListRecord, periodOf } from "./callback_lists.ts";
+import { isStaged, listVisible, readVisible, type StagedValue } from "./records.ts";
 import type { Store } from "./store.ts";
 
 /** The columns of the import, in order (the spec's "Callback request CSV"). */
@@ -147,6 +153,29 @@ export function checkRequest(
 /** Requests written per atomic operation (two keys each), well under Deno KV's limits. */
 const WRITE_CHUNK = 100;
 
+/**
+ * Requests an import writes in one atomic operation (two keys each), and their estimated bytes
+ * (3 a character), within Deno KV's 1,000 mutations and 800 KiB.
+ */
+const IMPORT_CHUNK = 400;
+const IMPORT_BYTES = 600_000;
+
+/** `records` in atomic operations within {@link IMPORT_CHUNK} and {@link IMPORT_BYTES}. */
+function importChunks(records: CallbackRequestRecord[]): CallbackRequestRecord[][] {
+  const chunks: CallbackRequestRecord[][] = [[]];
+  let bytes = 0;
+  for (const record of records) {
+    const size = 3 * JSON.stringify(record).length + 300;
+    if (chunks.at(-1)!.length >= IMPORT_CHUNK || bytes + size > IMPORT_BYTES) {
+      chunks.push([]);
+      bytes = 0;
+    }
+    chunks.at(-1)!.push(record);
+    bytes += size;
+  }
+  return chunks;
+}
+
 /** A request to create: its trimmed fields, the period resolved, and its line in the import. */
 export interface NewCallbackRequest extends Omit<RequestFields, "period" | "dueDate"> {
   dueDate: string;
@@ -155,8 +184,10 @@ export interface NewCallbackRequest extends Omit<RequestFields, "period" | "dueD
 }
 
 /**
- * Creates requests in `list`, each with a new UUID, free and without a ticket. They are written in
- * chunks of {@link WRITE_CHUNK}: a process dying in the middle keeps the chunks written before.
+ * Creates requests in `list`, each with a new UUID, free and without a ticket, all or nothing and
+ * all at once for readers: one atomic operation when they fit ({@link importChunks}), else a
+ * staged write (see the module's comment) that a process dying in the middle leaves invisible,
+ * until recovery deletes it. UUIDs are random: they are not checked for collisions.
  *
  * @example
  * const [request] = await createCallbackRequests(store, list, [fields], clock.now());
@@ -179,20 +210,60 @@ export async function createCallbackRequests(
     created,
     ticket: null,
   }));
-  for (let i = 0; i < records.length; i += WRITE_CHUNK) {
-    const chunk = records.slice(i, i + WRITE_CHUNK);
-    const result = await store.commit((op) => {
-      for (const record of chunk) {
-        op.check({ key: listOfRequestKey(record.uuid), versionstamp: null })
-          .set(listOfRequestKey(record.uuid), record.listUuid)
-          .set(requestKey(record.listUuid, record.uuid), record);
+  const put = (op: Deno.AtomicOperation, chunk: CallbackRequestRecord[], staged?: string) => {
+    for (const record of chunk) {
+      const value = staged ? { __bulk: staged, next: record } satisfies StagedValue : record;
+      op.set(listOfRequestKey(record.uuid), record.listUuid)
+        .set(requestKey(record.listUuid, record.uuid), value);
+    }
+    return op;
+  };
+  const chunks = importChunks(records);
+  if (chunks.length === 1) {
+    if (records.length) await store.commit((op) => put(op, records));
+    return records;
+  }
+  const write = (await StagedWrite.begin(store, "callback_requests", { listUuid: list.uuid }, {
+    hidden: true,
+  }))!;
+  try {
+    for (const chunk of chunks) {
+      const result = await store.commit((op) => put(write.gate(op), chunk, write.id));
+      if (!result.ok) await write.assertAlive(); // only the gate is checked: it throws
+    }
+    await write.commit();
+  } catch (error) {
+    await write.abort();
+    throw error;
+  }
+  await write.finish();
+  return records;
+}
+
+/**
+ * Undoes an import of requests that will not commit: deletes the requests of its list it staged,
+ * with their UUID keys.
+ */
+async function undoRequestImport(store: Store, id: string, { listUuid }: { listUuid: string }) {
+  for (;;) {
+    const mine = (await store.list<unknown>({ prefix: requestsOfListPrefix(listUuid) }))
+      .filter(({ value }) => isStaged(value) && value.__bulk === id).slice(0, WRITE_CHUNK);
+    if (!mine.length) return;
+    await store.commit((op) => {
+      for (const { key, value } of mine) {
+        const request = (value as StagedValue).next as CallbackRequestRecord;
+        op.delete(key).delete(listOfRequestKey(request.uuid));
       }
       return op;
     });
-    if (!result.ok) throw new Error("callback request UUID collision");
   }
-  return records;
 }
+
+stagedKind("callback_requests", {
+  undo: undoRequestImport,
+  // committed requests keep their staged form, which readers see as the request
+  finish: () => Promise.resolve(),
+});
 
 /** The request `uuid`, or null. */
 export async function getCallbackRequest(
@@ -206,7 +277,8 @@ async function readRequest(store: Store, uuid: string) {
   if (uuid.length > 64) return null; // no request has such a UUID, and KV keys are limited in size
   const listUuid = (await store.get<string>(listOfRequestKey(uuid))).value;
   if (listUuid === null) return null;
-  const entry = await store.get<CallbackRequestRecord>(requestKey(listUuid, uuid));
+  // an import not committed shows nothing of its requests
+  const entry = await readVisible<CallbackRequestRecord>(store, requestKey(listUuid, uuid));
   return entry.value ? { value: entry.value, versionstamp: entry.versionstamp! } : null;
 }
 
@@ -215,7 +287,7 @@ export async function listCallbackRequests(
   store: Store,
   listUuid: string,
 ): Promise<CallbackRequestRecord[]> {
-  const entries = await store.list<CallbackRequestRecord>({
+  const entries = await listVisible<CallbackRequestRecord>(store, {
     prefix: requestsOfListPrefix(listUuid),
   });
   return entries.map((entry) => entry.value);
@@ -231,13 +303,17 @@ export async function listCallbackRequests(
  */
 export async function deleteCallbackRequestsOfList(store: Store, listUuid: string): Promise<void> {
   for (;;) {
-    const chunk = await store.list<CallbackRequestRecord>(
+    const chunk = await store.list<unknown>(
       { prefix: requestsOfListPrefix(listUuid) },
       { limit: WRITE_CHUNK },
     );
     if (!chunk.length) return;
     await store.commit((op) => {
-      for (const { key, value } of chunk) op.delete(key).delete(listOfRequestKey(value.uuid));
+      for (const { key, value } of chunk) {
+        // an import's requests too, committed or not
+        const request = (isStaged(value) ? value.next : value) as CallbackRequestRecord;
+        op.delete(key).delete(listOfRequestKey(request.uuid));
+      }
       return op;
     });
   }

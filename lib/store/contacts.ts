@@ -12,9 +12,20 @@
  * - `["contacts_seq", userId]` holds the last creation number given to one of the user's contacts
  *   (each contact's `created`): creation order, for the list view's and the export's ties. It only
  *   grows, deletions aside, and is written with the contacts it numbers.
+ * - `["contacts_import", userId]` is held by an import too large for one atomic operation while it
+ *   writes (a staged write of `bulk.ts`): its contacts are numbered past the counter, which only its
+ *   last commit advances, and readers hide contacts numbered past the counter while the key is
+ *   held; so the import shows all at once. Every other write of the user's contacts waits for it.
  */
 import { createHash } from "node:crypto";
-import { localWriteCount, noteLocalWrite } from "./records.ts";
+import { stagedKind, StagedWrite } from "./bulk.ts";
+import {
+  HELD_WAIT_MS,
+  HeldByBulkWrite,
+  localWriteCount,
+  noteLocalWrite,
+  waitForHeld,
+} from "./records.ts";
 import { batchedRead } from "./shared_read.ts";
 import type { Store } from "./store.ts";
 
@@ -100,6 +111,27 @@ const contentKey = (userId: number, hash: string): Deno.KvKey => [
 ];
 const metaKey = (userId: number): Deno.KvKey => ["contacts_meta", userId];
 const seqKey = (userId: number): Deno.KvKey => ["contacts_seq", userId];
+const importKey = (userId: number): Deno.KvKey => ["contacts_import", userId];
+
+/** What `["contacts_import", userId]` holds: the staged write importing the user's contacts. */
+interface ImportLock {
+  write: string;
+}
+
+/**
+ * True when `contact` belongs to an import not committed yet: the user's import key is held and
+ * the contact is numbered past the user's counter.
+ */
+const unseen = (contact: ContactRecord, lock: unknown, seq: unknown) =>
+  lock !== null && (contact.created ?? 0) > ((seq as number | null) ?? 0);
+
+/**
+ * Waits a little while an import holds the user's contacts (see the module's comment); throws
+ * {@link HeldByBulkWrite} (503) once `deadline` has passed.
+ */
+async function waitForImport(store: Store, userId: number, deadline: number, waited: number) {
+  if (!await waitForHeld(store, deadline, waited)) throw new HeldByBulkWrite(importKey(userId));
+}
 
 /** The hash of a contact's content: equal contents (decisions §3 duplicates) hash alike. */
 export function contentHash(fields: ContactFields): string {
@@ -112,16 +144,65 @@ const MAX_ATTEMPTS = 50;
 
 const abandoned = () => new Error("contacts write abandoned: the contacts kept changing");
 
+/** What an attempt of {@link optimisticWrite} answers when its commit lost to another writer. */
+const LOST = Symbol("lost");
+
+/**
+ * Reads `keys` (with the user's import lock), then runs `attempt` on them: again after waiting
+ * while an import holds the user's contacts, and again while its commit loses to a concurrent
+ * change (it answers {@link LOST}), {@link MAX_ATTEMPTS} times at most.
+ */
+async function optimisticWrite<T>(
+  store: Store,
+  userId: number,
+  keys: Deno.KvKey[],
+  attempt: (entries: Deno.KvEntryMaybe<unknown>[]) => Promise<T | typeof LOST>,
+): Promise<T> {
+  const deadline = Date.now() + HELD_WAIT_MS;
+  for (let lost = 0, waited = 0; lost < MAX_ATTEMPTS;) {
+    const entries = await store.getMany<unknown>([...keys, importKey(userId)]);
+    if (entries.at(-1)!.value) {
+      await waitForImport(store, userId, deadline, waited++);
+      continue;
+    }
+    const outcome = await attempt(entries.slice(0, -1));
+    if (outcome !== LOST) return outcome;
+    lost++;
+  }
+  throw abandoned();
+}
+
 /** Every write of contacts: noted first, so that {@link recentContacts} stops answering. */
 function commitContacts(store: Store, build: Parameters<Store["commit"]>[0]) {
   noteLocalWrite();
   return store.commit(build);
 }
 
+/**
+ * Every contact of `userId` that readers see, in id order (one range read), and the count key's
+ * versionstamp it is as recent as. An import that begins or ends sets the count key: when it
+ * changed during the range read, the range is read again.
+ */
+async function readContacts(store: Store, userId: number) {
+  for (;;) {
+    const [meta, seq, lock] = await store.getMany<unknown>([
+      metaKey(userId),
+      seqKey(userId),
+      importKey(userId),
+    ]);
+    const entries = await store.list<ContactRecord>({ prefix: ["contacts", userId] }, {
+      batchSize: 500,
+    });
+    if ((await store.get(metaKey(userId))).versionstamp !== meta!.versionstamp) continue;
+    const contacts = entries.map((entry) => entry.value)
+      .filter((contact) => !unseen(contact, lock!.value, seq!.value));
+    return { versionstamp: meta!.versionstamp, contacts };
+  }
+}
+
 /** Every contact of `userId`, in id order (one range read). */
 export async function listContacts(store: Store, userId: number): Promise<ContactRecord[]> {
-  const entries = await store.list<ContactRecord>({ prefix: ["contacts", userId] });
-  return entries.map((entry) => entry.value);
+  return (await readContacts(store, userId)).contacts;
 }
 
 /** Users whose contacts {@link currentContacts} keeps, and contacts in all, at most. */
@@ -185,14 +266,15 @@ export async function currentContacts(
     cached.checked = checked;
     return cached.contacts;
   }
-  // read after the versionstamp: the list is at least as recent as what it is kept under
-  const contacts = Object.freeze(await listContacts(store, userId));
+  // kept under the versionstamp it was read at
+  const listed = await readContacts(store, userId);
+  const contacts = Object.freeze(listed.contacts);
   const previous = cache.lists.get(userId); // another request may have replaced it meanwhile
   if (previous) {
     cache.lists.delete(userId);
     cache.contacts -= previous.contacts.length;
   }
-  cache.lists.set(userId, { versionstamp, contacts, checked });
+  cache.lists.set(userId, { versionstamp: listed.versionstamp, contacts, checked });
   cache.contacts += contacts.length;
   for (const [oldest, list] of cache.lists) {
     if (cache.lists.size <= CACHED_USERS && cache.contacts <= CACHED_CONTACTS) break;
@@ -227,7 +309,13 @@ export async function getContact(
   userId: number,
   id: string,
 ): Promise<ContactRecord | null> {
-  return (await store.get<ContactRecord>(contactKey(userId, id))).value;
+  const [entry, seq, lock] = await store.getMany<unknown>([
+    contactKey(userId, id),
+    seqKey(userId),
+    importKey(userId),
+  ]);
+  const contact = entry!.value as ContactRecord | null;
+  return contact && !unseen(contact, lock!.value, seq!.value) ? contact : null;
 }
 
 export type CreateOutcome =
@@ -250,15 +338,11 @@ export async function createContact(
   max: number,
 ): Promise<CreateOutcome> {
   const hash = contentHash(fields);
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const [meta, taken, seq] = await store.getMany<unknown>([
-      metaKey(userId),
-      contentKey(userId, hash),
-      seqKey(userId),
-    ]);
-    if (taken!.value) return { status: "duplicate" };
+  const keys = [metaKey(userId), contentKey(userId, hash), seqKey(userId)];
+  return await optimisticWrite(store, userId, keys, async ([meta, taken, seq]) => {
+    if (taken!.value) return { status: "duplicate" } as const;
     const count = (meta!.value as number | null) ?? 0;
-    if (count >= max) return { status: "limit" };
+    if (count >= max) return { status: "limit" } as const;
     const created = ((seq!.value as number | null) ?? 0) + 1;
     const contact: ContactRecord = { id: crypto.randomUUID(), ...fields, favorite, created };
     const result = await commitContacts(store, (op) =>
@@ -267,9 +351,8 @@ export async function createContact(
         .set(contentKey(userId, hash), contact.id)
         .set(metaKey(userId), count + 1)
         .set(seqKey(userId), created));
-    if (result.ok) return { status: "created", contact };
-  }
-  throw abandoned();
+    return result.ok ? { status: "created", contact } as const : LOST;
+  });
 }
 
 /** What a PUT changes: the fields it sends (trimmed), and `favorite` when sent. */
@@ -291,18 +374,18 @@ export async function updateContact(
   id: string,
   change: ContactChange,
 ): Promise<UpdateOutcome> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const [entry, meta] = await store.getMany<unknown>([contactKey(userId, id), metaKey(userId)]);
+  const keys = [contactKey(userId, id), metaKey(userId)];
+  return await optimisticWrite(store, userId, keys, async ([entry, meta]) => {
     const current = entry!.value as ContactRecord | null;
-    if (!current) return { status: "not_found" };
+    if (!current) return { status: "not_found" } as const;
     const contact: ContactRecord = { ...current, ...change };
     const problems = contactProblems(contact);
-    if (problems.length) return { status: "invalid", problems };
+    if (problems.length) return { status: "invalid", problems } as const;
     const before = contentHash(current);
     const after = contentHash(contact);
     const moved = before !== after;
     const taken = moved ? await store.get<string>(contentKey(userId, after)) : null;
-    if (taken?.value) return { status: "duplicate" };
+    if (taken?.value) return { status: "duplicate" } as const;
     const result = await commitContacts(store, (op) => {
       op.check(entry!, meta!);
       if (moved) {
@@ -311,15 +394,14 @@ export async function updateContact(
       return op.set(contactKey(userId, id), contact)
         .set(metaKey(userId), (meta!.value as number | null) ?? 0);
     });
-    if (result.ok) return { status: "updated", contact };
-  }
-  throw abandoned();
+    return result.ok ? { status: "updated", contact } as const : LOST;
+  });
 }
 
 /** Deletes `userId`'s contact `id`; answers false when the user has no such contact. */
 export async function deleteContact(store: Store, userId: number, id: string): Promise<boolean> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const [entry, meta] = await store.getMany<unknown>([contactKey(userId, id), metaKey(userId)]);
+  const keys = [contactKey(userId, id), metaKey(userId)];
+  return await optimisticWrite(store, userId, keys, async ([entry, meta]) => {
     const current = entry!.value as ContactRecord | null;
     if (!current) return false;
     const count = (meta!.value as number | null) ?? 1;
@@ -328,9 +410,8 @@ export async function deleteContact(store: Store, userId: number, id: string): P
         .delete(contactKey(userId, id))
         .delete(contentKey(userId, contentHash(current)))
         .set(metaKey(userId), Math.max(0, count - 1)));
-    if (result.ok) return true;
-  }
-  throw abandoned();
+    return result.ok ? true : LOST;
+  });
 }
 
 /** Contacts deleted per atomic operation: two mutations each, well under Deno KV's 1000. */
@@ -342,8 +423,16 @@ const DELETES_PER_COMMIT = 300;
  */
 export async function deleteAllContacts(store: Store, userId: number): Promise<void> {
   let lost = 0;
-  for (;;) {
-    const meta = await store.get<number>(metaKey(userId));
+  const deadline = Date.now() + HELD_WAIT_MS;
+  for (let waited = 0;;) {
+    const [meta, lock] = await store.getMany<number | ImportLock>([
+      metaKey(userId),
+      importKey(userId),
+    ]) as [Deno.KvEntryMaybe<number>, Deno.KvEntryMaybe<ImportLock>];
+    if (lock.value) {
+      await waitForImport(store, userId, deadline, waited++);
+      continue;
+    }
     const page = await store.list<ContactRecord>(
       { prefix: ["contacts", userId] },
       { limit: DELETES_PER_COMMIT },
@@ -396,18 +485,27 @@ interface ImportState {
   /** The last creation number given, and the versionstamp it was read at. */
   seq: number;
   seqVersionstamp: string | null;
-  /** Content hashes of the user's contacts, and of the candidates taken so far. */
+  /** An import not committed holds the user's contacts. */
+  locked: boolean;
+  /** Content hashes of the user's contacts. */
   seen: Set<string>;
 }
 
 async function importState(store: Store, userId: number): Promise<ImportState> {
-  const [meta, seq] = await store.getMany<number>([metaKey(userId), seqKey(userId)]);
-  const index = await store.list<string>({ prefix: ["contacts_by_content", userId] });
+  const [meta, seq, lock] = await store.getMany<unknown>([
+    metaKey(userId),
+    seqKey(userId),
+    importKey(userId),
+  ]);
+  const index = lock!.value
+    ? []
+    : await store.list<string>({ prefix: ["contacts_by_content", userId] });
   return {
     versionstamp: meta!.versionstamp,
-    count: meta!.value ?? 0,
-    seq: seq!.value ?? 0,
+    count: (meta!.value as number | null) ?? 0,
+    seq: (seq!.value as number | null) ?? 0,
     seqVersionstamp: seq!.versionstamp,
+    locked: lock!.value !== null,
     seen: new Set(index.map((entry) => entry.key[2] as string)),
   };
 }
@@ -420,13 +518,134 @@ const estimatedSize = (contact: ContactRecord) => {
 /** Bytes of a contact key and a content key (ids and hashes are ASCII), with a margin. */
 const KEYS_SIZE = 160;
 
+/** The contacts of an import, in atomic operations within Deno KV's limits. */
+function importCommits(contacts: { contact: ContactRecord; hash: string }[]) {
+  const commits: { contact: ContactRecord; hash: string }[][] = [[]];
+  let keyBytes = 0;
+  let totalBytes = 0;
+  for (const item of contacts) {
+    const size = estimatedSize(item.contact);
+    const last = commits.at(-1)!;
+    if (
+      last.length >= IMPORTS_PER_COMMIT || keyBytes + KEYS_SIZE > KEY_BUDGET ||
+      totalBytes + size > TOTAL_BUDGET
+    ) {
+      commits.push([]);
+      keyBytes = totalBytes = 0;
+    }
+    commits.at(-1)!.push(item);
+    keyBytes += KEYS_SIZE;
+    totalBytes += size;
+  }
+  return commits;
+}
+
+/**
+ * Writes the contacts decided against `state`, all of them or none: in one atomic operation when
+ * they fit, else as a staged write holding the user's contacts (see the module's comment). Answers
+ * false, writing nothing, when the user's contacts changed since `state` was read.
+ */
+async function writeImport(
+  store: Store,
+  userId: number,
+  state: ImportState,
+  contacts: { contact: ContactRecord; hash: string }[],
+): Promise<boolean> {
+  const count = state.count + contacts.length;
+  const seq = state.seq + contacts.length;
+  const unchanged = (op: Deno.AtomicOperation) =>
+    op.check(
+      { key: metaKey(userId), versionstamp: state.versionstamp },
+      { key: seqKey(userId), versionstamp: state.seqVersionstamp },
+      { key: importKey(userId), versionstamp: null },
+    );
+  const put = (op: Deno.AtomicOperation, chunk: typeof contacts) => {
+    for (const { contact, hash } of chunk) {
+      op.set(contactKey(userId, contact.id), contact).set(contentKey(userId, hash), contact.id);
+    }
+    return op;
+  };
+  const commits = importCommits(contacts);
+  if (commits.length === 1) {
+    const result = await commitContacts(
+      store,
+      (op) => put(unchanged(op), commits[0]!).set(metaKey(userId), count).set(seqKey(userId), seq),
+    );
+    return result.ok;
+  }
+  // the count key is set too: a write that read it before now fails its check, then waits
+  const write = await StagedWrite.begin<ContactImport>(
+    store,
+    "contacts",
+    { userId, seq: state.seq },
+    {
+      hidden: false,
+      build: (op, id) =>
+        unchanged(op).set(importKey(userId), { write: id } satisfies ImportLock)
+          .set(metaKey(userId), state.count),
+    },
+  );
+  if (!write) return false;
+  try {
+    for (const chunk of commits) {
+      const result = await store.commit((op) => put(write.gate(op), chunk));
+      if (!result.ok) await write.assertAlive(); // only the gate is checked: it throws
+    }
+    noteLocalWrite();
+    await write.commit((op) =>
+      op.delete(importKey(userId)).set(metaKey(userId), count).set(seqKey(userId), seq)
+    );
+  } catch (error) {
+    await write.abort();
+    throw error;
+  }
+  await write.finish();
+  return true;
+}
+
+/** What the journal of a staged contacts import holds. */
+interface ContactImport {
+  userId: number;
+  /** The user's counter when the import began: its contacts are numbered past it. */
+  seq: number;
+}
+
+/**
+ * Undoes a contacts import that will not commit: deletes the contacts numbered past the counter
+ * it began at, then lets the user's contacts go; each step checked against the import key still
+ * being the import's (nobody else writes the user's contacts meanwhile).
+ */
+async function undoContactImport(store: Store, id: string, { userId, seq }: ContactImport) {
+  for (;;) {
+    const lock = await store.get<ImportLock>(importKey(userId));
+    if (lock.value?.write !== id) return; // undone already
+    const mine = (await store.list<ContactRecord>({ prefix: ["contacts", userId] }))
+      .filter(({ value }) => (value.created ?? 0) > seq).slice(0, DELETES_PER_COMMIT);
+    const meta = await store.get<number>(metaKey(userId));
+    await commitContacts(store, (op) => {
+      op.check(lock);
+      for (const { key, value } of mine) {
+        op.delete(key).delete(contentKey(userId, contentHash(value)));
+      }
+      // the last step: the key goes; the count key is set so that waiting writes read again
+      return mine.length ? op : op.delete(importKey(userId)).set(metaKey(userId), meta.value ?? 0);
+    });
+  }
+}
+
+stagedKind<ContactImport>("contacts", {
+  undo: undoContactImport,
+  finish: () => Promise.resolve(),
+});
+
 /**
  * Creates contacts from valid, trimmed `candidates` in their order: a candidate equal to an
  * existing contact or to an earlier candidate is a duplicate, one past `max` contacts hits the
- * limit. The contacts created are numbered (`created`) in the candidates' order. Writes go in atomic operations of many contacts, each checked against the count's
- * versionstamp: when another request changed the user's contacts meanwhile, the state is read
- * again and the lines from that operation on are decided again. A store failure midway leaves the
- * operations already committed (each whole, the count right).
+ * limit. The contacts created are numbered (`created`) in the candidates' order. The lines are
+ * decided against the user's contacts as read, and written all or nothing: in one atomic
+ * operation when they fit (400 contacts), else as a staged write that readers see only once
+ * complete, while every other write of the user's contacts waits. When another request changed
+ * the user's contacts between the read and the write, they are read and decided again.
  */
 export async function importContacts(
   store: Store,
@@ -434,63 +653,36 @@ export async function importContacts(
   candidates: readonly ContactFields[],
   max: number,
 ): Promise<ImportOutcome[]> {
-  const outcomes: ImportOutcome[] = new Array(candidates.length);
   const hashes = candidates.map(contentHash);
-  let state = await importState(store, userId);
-  let lost = 0;
-  let next = 0;
-  while (next < candidates.length) {
-    const start = next;
-    const batch: { index: number; contact: ContactRecord; hash: string }[] = [];
-    let keyBytes = 0;
-    let totalBytes = 0;
-    while (next < candidates.length && batch.length < IMPORTS_PER_COMMIT) {
-      const hash = hashes[next]!;
+  const deadline = Date.now() + HELD_WAIT_MS;
+  for (let attempt = 0, waited = 0; attempt < MAX_ATTEMPTS;) {
+    const state = await importState(store, userId);
+    if (state.locked) {
+      await waitForImport(store, userId, deadline, waited++);
+      continue;
+    }
+    const outcomes: ImportOutcome[] = new Array(candidates.length);
+    const contacts: { contact: ContactRecord; hash: string }[] = [];
+    candidates.forEach((candidate, i) => {
+      const hash = hashes[i]!;
       if (state.seen.has(hash)) {
-        outcomes[next++] = { status: "duplicate" };
-        continue;
+        outcomes[i] = { status: "duplicate" };
+      } else if (state.count + contacts.length >= max) {
+        outcomes[i] = { status: "limit" };
+      } else {
+        const contact: ContactRecord = {
+          id: crypto.randomUUID(),
+          ...candidate,
+          favorite: false,
+          created: state.seq + contacts.length + 1,
+        };
+        state.seen.add(hash);
+        contacts.push({ contact, hash });
+        outcomes[i] = { status: "created", contact };
       }
-      if (state.count + batch.length >= max) {
-        outcomes[next++] = { status: "limit" };
-        continue;
-      }
-      const contact: ContactRecord = {
-        id: crypto.randomUUID(),
-        ...candidates[next]!,
-        favorite: false,
-        created: state.seq + batch.length + 1,
-      };
-      const size = estimatedSize(contact);
-      if (keyBytes + KEYS_SIZE > KEY_BUDGET || totalBytes + size > TOTAL_BUDGET) break;
-      keyBytes += KEYS_SIZE;
-      totalBytes += size;
-      state.seen.add(hash);
-      batch.push({ index: next++, contact, hash });
-    }
-    if (!batch.length) continue;
-    const count = state.count + batch.length;
-    const seq = state.seq + batch.length;
-    const result = await commitContacts(store, (op) => {
-      op.check(
-        { key: metaKey(userId), versionstamp: state.versionstamp },
-        { key: seqKey(userId), versionstamp: state.seqVersionstamp },
-      );
-      for (const { contact, hash } of batch) {
-        op.set(contactKey(userId, contact.id), contact).set(contentKey(userId, hash), contact.id);
-      }
-      return op.set(metaKey(userId), count).set(seqKey(userId), seq);
     });
-    if (result.ok) {
-      for (const { index, contact } of batch) outcomes[index] = { status: "created", contact };
-      state.versionstamp = state.seqVersionstamp = result.versionstamp;
-      state.count = count;
-      state.seq = seq;
-      lost = 0;
-    } else {
-      if (++lost >= MAX_ATTEMPTS) throw abandoned();
-      state = await importState(store, userId);
-      next = start;
-    }
+    if (!contacts.length || await writeImport(store, userId, state, contacts)) return outcomes;
+    attempt++;
   }
-  return outcomes;
+  throw abandoned();
 }

@@ -56,7 +56,7 @@ export async function registerPushToken(
   const key = pushTokenKey(userId, platform);
   const holder = await holderKey(platform, token);
   for (;;) {
-    const user = await store.get(users.key(userId));
+    const user = await users.entry(store, userId); // a user an import has not committed is none
     if (user.value === null) return null;
     const previous = await store.get<PushTokenRecord>(key);
     const held = await store.get<number>(holder);

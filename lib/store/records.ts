@@ -1,7 +1,12 @@
 /**
  * Records in Deno KV: a {@link Collection} per aggregate owns its keys and unique index keys, and
  * {@link transact} reads and writes records of any collections as one atomic operation.
+ *
+ * A bulk write (`bulk.ts`) stores {@link StagedValue}s: every read here shows what the value was
+ * before the write while the write is hidden (its id listed under {@link hiddenWritesKey}), and
+ * what it wrote once it committed, so an import becomes visible at once, to every reader.
  */
+import { Unreachable } from "../errors.ts";
 import type { Store } from "./store.ts";
 
 type IndexValue = string | number;
@@ -31,8 +36,135 @@ export function noteLocalWrite(): void {
   localWrites++;
 }
 
+const keyText = (key: Deno.KvKey) => JSON.stringify(key);
+
 /** The key every write of a collection's records changes, in the same atomic operation. */
 export const versionKey = (name: string): Deno.KvKey => ["collection_versions", name];
+
+/**
+ * Lists the ids of the bulk writes that readers must not see yet: those writing, and those being
+ * undone. A write is added before it writes anything and removed by its last commit (or once it is
+ * undone), so a value it staged is hidden exactly while its id is here.
+ */
+export const hiddenWritesKey: Deno.KvKey = ["bulk_hidden"];
+
+/**
+ * A value a bulk write stored in place of a record (or of an index key's pointer): `next` is what
+ * the write makes of it, `previous` what it was (absent: nothing). Readers see `previous` while the
+ * write `__bulk` is hidden, `next` afterwards; the next ordinary write of the key stores a plain
+ * value again.
+ */
+export interface StagedValue {
+  __bulk: string;
+  next: unknown;
+  previous?: unknown;
+}
+
+/** True when `value` was stored by a bulk write (see {@link StagedValue}). */
+export function isStaged(value: unknown): value is StagedValue {
+  return typeof value === "object" && value !== null && "__bulk" in value;
+}
+
+/** The hidden writes an entry of {@link hiddenWritesKey} lists. */
+export const hiddenWrites = (entry: Deno.KvEntryMaybe<unknown>): ReadonlySet<string> =>
+  new Set((entry.value as string[] | null) ?? []);
+
+/** What readers see of a stored value while `hidden` writes are hidden; null for nothing. */
+export function visibleValue(value: unknown, hidden: ReadonlySet<string>): unknown {
+  if (!isStaged(value)) return value;
+  return hidden.has(value.__bulk) ? (value.previous ?? null) : value.next;
+}
+
+/** True when `value` was staged by a write still hidden: no other write may replace it. */
+export const heldBy = (value: unknown, hidden: ReadonlySet<string>): boolean =>
+  isStaged(value) && hidden.has(value.__bulk);
+
+/**
+ * Reads a key range and answers what readers see of it, consistent with one state of the hidden
+ * writes: when the list changed during the range read (a write began, committed or was undone), the
+ * range is read again.
+ *
+ * @example
+ * const requests = await listVisible<CallbackRequestRecord>(store, { prefix: ["callback_requests", list] });
+ */
+export async function listVisible<T>(
+  store: Store,
+  selector: Deno.KvListSelector,
+): Promise<Deno.KvEntry<T>[]> {
+  for (;;) {
+    const before = await store.get(hiddenWritesKey);
+    const entries = await store.list<unknown>(selector, { batchSize: 500 });
+    if (!entries.some((entry) => isStaged(entry.value))) return entries as Deno.KvEntry<T>[];
+    const after = await store.get(hiddenWritesKey);
+    if (after.versionstamp !== before.versionstamp) continue;
+    const hidden = hiddenWrites(before);
+    return entries.flatMap((entry) => {
+      const value = visibleValue(entry.value, hidden);
+      return value === null ? [] : [{ ...entry, value: value as T }];
+    });
+  }
+}
+
+/**
+ * Reads `key` and answers what readers see of it, with the versionstamp of what is stored (to
+ * check in an atomic operation that writes it) and whether a hidden bulk write holds it.
+ */
+export async function readVisible<T>(
+  store: Store,
+  key: Deno.KvKey,
+): Promise<{ key: Deno.KvKey; value: T | null; versionstamp: string | null; held: boolean }> {
+  const [entry, hidden] = await store.getMany<unknown>([key, hiddenWritesKey]);
+  const writes = hiddenWrites(hidden!);
+  return {
+    key,
+    value: visibleValue(entry!.value, writes) as T | null,
+    versionstamp: entry!.versionstamp,
+    held: heldBy(entry!.value, writes),
+  };
+}
+
+/**
+ * A write refused because a bulk write not yet committed holds the record (it replaces it); the
+ * write waits for its end, and answers this (503) if it does not come.
+ */
+export class HeldByBulkWrite extends Unreachable {
+  constructor(key: Deno.KvKey) {
+    super(
+      "a record is held by an import that has not finished",
+      new Error(`key ${JSON.stringify(key)}`),
+    );
+    this.name = "HeldByBulkWrite";
+  }
+}
+
+/** How long a write waits for a bulk write holding its record (its death is noticed by then). */
+export const HELD_WAIT_MS = 20_000;
+
+let recoverStale: ((store: Store) => Promise<unknown>) | null = null;
+
+/**
+ * Registers what undoes the bulk writes of dead processes; a write waiting for a held record runs
+ * it now and then (`bulk.ts` registers `recoverBulkWrites`).
+ */
+export function onHeldRecords(recover: (store: Store) => Promise<unknown>): void {
+  recoverStale = recover;
+}
+
+/**
+ * Waits a little for the bulk write holding a record: answers false once `deadline` has passed.
+ * Each wait but the first also undoes the writes of processes found dead (one short read when
+ * there is none).
+ */
+export async function waitForHeld(
+  store: Store,
+  deadline: number,
+  waited: number,
+): Promise<boolean> {
+  if (Date.now() >= deadline) return false;
+  await new Promise((resolve) => setTimeout(resolve, Math.min(200, 25 * 2 ** waited)));
+  if (waited > 0) await recoverStale?.(store);
+  return true;
+}
 
 /** Every collection by name, so that recovery can read a journal naming them. */
 const registry = new Map<string, Collection<{ id: IndexValue }>>();
@@ -74,13 +206,39 @@ export class Collection<T extends { id: IndexValue }> {
     });
   }
 
+  /** The record `id` as readers see it (a bulk write not yet committed shows nothing of it). */
   async get(store: Store, id: IndexValue): Promise<T | null> {
-    return (await store.get<T>(this.key(id))).value;
+    return (await readVisible<T>(store, this.key(id))).value;
+  }
+
+  /**
+   * The record `id` as readers see it, with the versionstamp of what is stored, for an atomic
+   * operation that checks it.
+   */
+  entry(store: Store, id: IndexValue): Promise<Awaited<ReturnType<typeof readVisible<T>>>> {
+    return readVisible<T>(store, this.key(id));
   }
 
   async findBy(store: Store, field: string, value: IndexValue | IndexValue[]): Promise<T | null> {
-    const pointer = await store.get<Deno.KvKey>(this.indexKey(field, value));
-    return pointer.value ? (await store.get<T>(pointer.value)).value : null;
+    const indexKey = this.indexKey(field, value);
+    for (;;) {
+      const [pointer, before] = await store.getMany<unknown>([indexKey, hiddenWritesKey]);
+      const owner = visibleValue(pointer!.value, hiddenWrites(before!)) as Deno.KvKey | null;
+      if (!owner) return null;
+      const [entry, after] = await store.getMany<unknown>([owner, hiddenWritesKey]);
+      if (after!.versionstamp !== before!.versionstamp) continue; // read both at one state
+      const record = visibleValue(entry!.value, hiddenWrites(after!)) as T | null;
+      return record && this.holds(record, indexKey) ? record : null;
+    }
+  }
+
+  /**
+   * True when `record` holds the value of `indexKey`: an index key a committed bulk write released
+   * points at its old owner until the write's last step deletes it.
+   */
+  holds(record: T, indexKey: Deno.KvKey): boolean {
+    const wanted = keyText(indexKey);
+    return this.indexes(record).some((index) => keyText(index.key) === wanted);
   }
 
   /** Changes whenever a record of the collection is written (see {@link versionKey}). */
@@ -93,11 +251,15 @@ export class Collection<T extends { id: IndexValue }> {
   /**
    * Every record, in id order. The list is kept in memory and read again only when the
    * collection's version key changed, so that large lists cost one read; treat it as read-only.
+   * What readers see of a collection changes only with its version key: a bulk write sets it in
+   * its last commit, the one that makes it visible.
    */
   async all(store: Store): Promise<T[]> {
     const version = (await store.get(this.versionKey)).versionstamp;
     if (this.#cache?.store === store && this.#cache.version === version) return this.#cache.records;
-    const records = (await store.list<T>({ prefix: [this.name] })).map((entry) => entry.value);
+    const records = (await listVisible<T>(store, { prefix: [this.name] })).map((entry) =>
+      entry.value
+    );
     this.#cache = { store, version, records };
     return records;
   }
@@ -114,6 +276,31 @@ export class Collection<T extends { id: IndexValue }> {
   /** The next integer id (1, 2, 3, …), safe across processes sharing the store. */
   nextId(store: Store): Promise<number> {
     return nextId(store, this.name);
+  }
+}
+
+/**
+ * Every record of each of `collections` (ten at most), all read at one state of their version
+ * keys: a write to several of them (a bulk import's last commit) shows in all of them or in none.
+ *
+ * @example
+ * const [userList, lineList] = await allOf(store, [users, lines]);
+ */
+export async function allOf<
+  // deno-lint-ignore no-explicit-any
+  const C extends readonly Collection<any>[],
+>(
+  store: Store,
+  collections: C,
+): Promise<{ -readonly [K in keyof C]: C[K] extends Collection<infer T> ? T[] : never }> {
+  const keys = collections.map((collection) => collection.versionKey);
+  for (;;) {
+    const before = await store.getMany(keys);
+    const lists = await Promise.all(collections.map((collection) => collection.all(store)));
+    const after = await store.getMany(keys);
+    if (after.every((entry, i) => entry.versionstamp === before[i]!.versionstamp)) {
+      return lists as never;
+    }
   }
 }
 
@@ -135,8 +322,6 @@ export async function nextId(store: Store, sequence: string): Promise<number> {
   }
 }
 
-const keyText = (key: Deno.KvKey) => JSON.stringify(key);
-
 interface Write {
   collection: Collection<{ id: IndexValue }>;
   key: Deno.KvKey;
@@ -146,14 +331,18 @@ interface Write {
 
 /**
  * One optimistic transaction: every read is checked at commit, so the writes apply only if
- * nothing read has changed meanwhile. Index keys follow the records written.
+ * nothing read has changed meanwhile. Index keys follow the records written. Reads see what
+ * readers see (a bulk write shows only once committed): the list of hidden bulk writes is read
+ * with the first read and checked at commit like the rest, and a record a hidden bulk write holds
+ * cannot be written ({@link HeldByBulkWrite}, which {@link transact} waits out).
  */
 export class Transaction {
   readonly #reads = new Map<
     string,
-    { key: Deno.KvKey; versionstamp: string | null; value: unknown }
+    { key: Deno.KvKey; versionstamp: string | null; value: unknown; held: boolean }
   >();
   readonly #writes = new Map<string, Write>();
+  #hidden: ReadonlySet<string> | null = null;
 
   constructor(readonly store: Store) {}
 
@@ -169,8 +358,10 @@ export class Transaction {
     field: string,
     value: IndexValue | IndexValue[],
   ): Promise<T | null> {
-    const pointer = await this.#read(collection.indexKey(field, value)) as Deno.KvKey | null;
-    return pointer ? await this.#read(pointer) as T | null : null;
+    const indexKey = collection.indexKey(field, value);
+    const pointer = await this.#read(indexKey) as Deno.KvKey | null;
+    const record = pointer ? await this.#read(pointer) as T | null : null;
+    return record && collection.holds(record, indexKey) ? record : null;
   }
 
   /**
@@ -196,12 +387,23 @@ export class Transaction {
   async #read(key: Deno.KvKey): Promise<unknown> {
     const known = this.#reads.get(keyText(key));
     if (known) return known.value;
-    const entry = await this.store.get(key);
-    this.#reads.set(keyText(key), { key, versionstamp: entry.versionstamp, value: entry.value });
-    return entry.value;
+    let entry: Deno.KvEntryMaybe<unknown>;
+    if (this.#hidden === null) {
+      const [first, hidden] = await this.store.getMany<unknown>([key, hiddenWritesKey]);
+      this.#reads.set(keyText(hiddenWritesKey), { ...hidden!, held: false });
+      this.#hidden = hiddenWrites(hidden!);
+      entry = first!;
+    } else entry = await this.store.get(key);
+    const value = visibleValue(entry.value, this.#hidden);
+    const held = heldBy(entry.value, this.#hidden);
+    this.#reads.set(keyText(key), { key, versionstamp: entry.versionstamp, value, held });
+    return value;
   }
 
-  /** Commits; answers false when something read changed, throws when a unique value is taken. */
+  /**
+   * Commits; answers false when something read changed, throws when a unique value is taken or
+   * {@link HeldByBulkWrite} when a bulk write not yet committed holds a record written.
+   */
   async commit(): Promise<boolean> {
     const added: {
       field: string;
@@ -212,7 +414,9 @@ export class Transaction {
     const removed: Deno.KvKey[] = [];
     for (const write of this.#writes.values()) {
       if (!this.#reads.has(keyText(write.key))) await this.#read(write.key);
-      const previous = this.#reads.get(keyText(write.key))!.value as { id: IndexValue } | null;
+      const read = this.#reads.get(keyText(write.key))!;
+      if (read.held) throw new HeldByBulkWrite(write.key);
+      const previous = read.value as { id: IndexValue } | null;
       const before = previous ? write.collection.indexes(previous) : [];
       const after = write.value ? write.collection.indexes(write.value) : [];
       const beforeKeys = new Set(before.map((index) => keyText(index.key)));
@@ -228,7 +432,9 @@ export class Transaction {
     noteLocalWrite();
     const result = await this.store.commit((op) => {
       for (const read of this.#reads.values()) {
-        if (!addedKeys.has(keyText(read.key))) op.check(read);
+        if (!addedKeys.has(keyText(read.key))) {
+          op.check({ key: read.key, versionstamp: read.versionstamp });
+        }
       }
       for (const key of removed) if (!handedOver.has(keyText(key))) op.delete(key);
       for (const index of added) {
@@ -269,10 +475,20 @@ export class Transaction {
  * });
  */
 export async function transact<R>(store: Store, fn: (tx: Transaction) => Promise<R>): Promise<R> {
-  for (let attempt = 0; attempt < 50; attempt++) {
+  const deadline = Date.now() + HELD_WAIT_MS;
+  let waited = 0;
+  for (let attempt = 0; attempt < 50;) {
     const tx = new Transaction(store);
     const result = await fn(tx);
-    if (await tx.commit()) return result;
+    try {
+      if (await tx.commit()) return result;
+      attempt++;
+    } catch (error) {
+      // a bulk write replacing the record holds it until it commits or is undone
+      if (!(error instanceof HeldByBulkWrite) || !await waitForHeld(store, deadline, waited++)) {
+        throw error;
+      }
+    }
   }
   throw new Error("transaction abandoned: the records kept changing");
 }

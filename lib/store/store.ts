@@ -1,9 +1,57 @@
-import { StoreUnavailable } from "../errors.ts";
+import { StoreRejected, type StoreRejection, StoreUnavailable } from "../errors.ts";
 
 /**
- * The one door to Deno KV. Every operation that fails turns into {@link StoreUnavailable} (503
- * `Unreachable`); a handle that was lost is reopened on the next operation, so the service recovers
- * by itself when the store is back.
+ * What Deno KV answers to an operation it never accepts, whatever the store's state, by the start
+ * of its message (ext/kv: `KvErrorKind` and the checks of `01_db.ts`; they are `TypeError`s, as
+ * are some failures of a store that is down, such as `database is locked`, hence the messages).
+ */
+const REJECTIONS: readonly [RegExp, StoreRejection][] = [
+  [/^key too large for read\b/i, "key_too_large_for_read"],
+  [/^key too large for write\b/i, "key_too_large_for_write"],
+  [/^(value too large|enqueue payload too large)\b/i, "value_too_large"],
+  [/^(too many (checks|mutations)|total (mutation|key) size too large)\b/i, "write_too_large"],
+  [/^too many (ranges|entries|keys)\b/i, "read_too_large"],
+  [
+    /^(expected string, number, bigint, ArrayBufferView, boolean|key cannot be empty|invalid boundary key|start key is|end key is|invalid range|invalid cursor|cursor out of bounds)/i,
+    "invalid_key",
+  ],
+  [/could not be cloned|^failed to perform '\w+' mutation on a non-U64 value/i, "invalid_value"],
+  [
+    /^(invalid check|invalid versionstamp|invalid mutation|invalid enqueue|expireIn must be|limit must be greater than 0)/i,
+    "invalid_operation",
+  ],
+];
+
+/**
+ * Why Deno KV refused `error`'s operation as malformed, or null when `error` is no such refusal
+ * (the store is down, locked, or its handle lost).
+ *
+ * @example
+ * storeRejection(new TypeError("Key too large for write (max 2048 bytes)")); // "key_too_large_for_write"
+ * storeRejection(new TypeError("database is locked")); // null
+ */
+export function storeRejection(error: unknown): StoreRejection | null {
+  if (!(error instanceof Error)) return null;
+  for (const [pattern, kind] of REJECTIONS) if (pattern.test(error.message)) return kind;
+  return null;
+}
+
+/** An entry that is not there. */
+const absent = <T>(key: Deno.KvKey): Deno.KvEntryMaybe<T> => ({
+  key,
+  value: null,
+  versionstamp: null,
+});
+
+/**
+ * The one door to Deno KV. An operation the store refuses as malformed (a key or value too large,
+ * too many mutations…; {@link storeRejection}) turns into {@link StoreRejected}; any other failure
+ * into {@link StoreUnavailable} (503 `Unreachable`), and a handle that was lost is reopened on the
+ * next operation, so the service recovers by itself when the store is back.
+ *
+ * A key too large to read can never have been written (Deno KV reads keys one byte longer than it
+ * writes): reading it answers "absent", as for any key nobody wrote, so that a value sent by a
+ * client (a path, a field looked up) that no record can have is simply unknown.
  */
 export class Store {
   #kv: Deno.Kv | null;
@@ -32,6 +80,8 @@ export class Store {
     try {
       return await op(kv);
     } catch (error) {
+      const rejection = storeRejection(error);
+      if (rejection) throw new StoreRejected(rejection, error);
       if (error instanceof Deno.errors.BadResource && this.location !== ":memory:") {
         this.#kv = null; // the handle is gone: the next operation opens a new one
       }
@@ -39,18 +89,41 @@ export class Store {
     }
   }
 
-  get<T>(key: Deno.KvKey): Promise<Deno.KvEntryMaybe<T>> {
-    return this.run((kv) => kv.get<T>(key));
+  /** Reads `key`; one too large to have been written is absent. */
+  async get<T>(key: Deno.KvKey): Promise<Deno.KvEntryMaybe<T>> {
+    try {
+      return await this.run((kv) => kv.get<T>(key));
+    } catch (error) {
+      if (!tooLargeToRead(error)) throw error;
+      return absent<T>(key);
+    }
   }
 
-  /** Reads several keys at once (at most 10, a Deno KV limit). */
-  getMany<T>(keys: readonly Deno.KvKey[]): Promise<Deno.KvEntryMaybe<T>[]> {
-    return this.run((kv) => kv.getMany<T[]>(keys as Deno.KvKey[]));
+  /** Reads several keys at once (at most 10, a Deno KV limit); those too large are absent. */
+  async getMany<T>(keys: readonly Deno.KvKey[]): Promise<Deno.KvEntryMaybe<T>[]> {
+    try {
+      return await this.run((kv) => kv.getMany<T[]>(keys as Deno.KvKey[]));
+    } catch (error) {
+      if (!tooLargeToRead(error)) throw error;
+      return await Promise.all(keys.map((key) => this.get<T>(key)));
+    }
   }
 
-  /** Reads a whole key range into memory; callers bound it with `limit`. */
-  list<T>(selector: Deno.KvListSelector, options?: Deno.KvListOptions): Promise<Deno.KvEntry<T>[]> {
-    return this.run((kv) => Array.fromAsync(kv.list<T>(selector, options)));
+  /**
+   * Reads a whole key range into memory; callers bound it with `limit`. A prefix too large to
+   * read is the prefix of no key written: the range is empty.
+   */
+  async list<T>(
+    selector: Deno.KvListSelector,
+    options?: Deno.KvListOptions,
+  ): Promise<Deno.KvEntry<T>[]> {
+    try {
+      return await this.run((kv) => Array.fromAsync(kv.list<T>(selector, options)));
+    } catch (error) {
+      const prefixOnly = "prefix" in selector && !("start" in selector) && !("end" in selector);
+      if (!prefixOnly || !tooLargeToRead(error)) throw error;
+      return [];
+    }
   }
 
   set(
@@ -100,6 +173,9 @@ export class Store {
     return this.#kv;
   }
 }
+
+const tooLargeToRead = (error: unknown) =>
+  error instanceof StoreRejected && error.kind === "key_too_large_for_read";
 
 async function openKv(location: string | null): Promise<Deno.Kv> {
   if (location === null) return await Deno.openKv();

@@ -112,9 +112,9 @@ export const findUserByUsername = (store: Store, username: string) =>
   users.findBy(store, "username", username);
 export const findUserByUuid = (store: Store, uuid: string) => users.findBy(store, "uuid", uuid);
 
-/** True when the store holds no user at all. */
+/** True when the store holds no user at all (an import not committed yet holds none). */
 export async function hasNoUsers(store: Store): Promise<boolean> {
-  return (await store.list({ prefix: [users.name] }, { limit: 1 })).length === 0;
+  return (await users.all(store)).length === 0;
 }
 
 /** Deletes a user and its index keys; answers false when there was none. */

@@ -152,3 +152,21 @@ export function eventReceiver() {
 }
 
 export type Receiver = ReturnType<typeof eventReceiver>;
+
+/** Sends `request` as raw bytes, closes the sending side, and answers all that came back. */
+export async function halfClosed(port: number, request: string): Promise<string> {
+  const connection = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await connection.write(new TextEncoder().encode(request));
+    await connection.closeWrite();
+    let text = "";
+    const buffer = new Uint8Array(4096);
+    for (;;) {
+      const n = await connection.read(buffer);
+      if (n === null) return text;
+      text += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+  } finally {
+    connection.close();
+  }
+}

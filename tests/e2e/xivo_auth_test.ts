@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { ensureDebianPackages } from "../peers/debian.ts";
 import { freePort } from "../peers/process.ts";
 import { type RunningServer, runServerToExit, startServer, withTempDir } from "./server.ts";
-import { expectStatus, login } from "./svc_http.ts";
+import { expectStatus, halfClosed, login } from "./svc_http.ts";
 
 const basic = (login: string, password: string) => `Basic ${btoa(`${login}:${password}`)}`;
 
@@ -18,24 +18,6 @@ async function extraPort(server: RunningServer): Promise<number> {
   const entry = JSON.parse(line);
   assert.equal(entry.setting, "SVC_EXTRA_LISTEN");
   return entry.port;
-}
-
-/** Sends `request` as raw bytes, closes the sending side, and answers all that came back. */
-async function rawExchange(port: number, request: string): Promise<string> {
-  const connection = await Deno.connect({ hostname: "127.0.0.1", port });
-  try {
-    await connection.write(new TextEncoder().encode(request));
-    await connection.closeWrite();
-    let text = "";
-    const buffer = new Uint8Array(4096);
-    for (;;) {
-      const n = await connection.read(buffer);
-      if (n === null) return text;
-      text += new TextDecoder().decode(buffer.subarray(0, n));
-    }
-  } finally {
-    connection.close();
-  }
 }
 
 /** True when nothing accepts connections on 127.0.0.1:`port`. */
@@ -128,7 +110,7 @@ Deno.test("a token from /0.1/token on the extra port works on /1.1 through the m
           `${head}Transfer-Encoding: chunked\r\n\r\n16\r\n{"backend": "xivo_serv\r\n`,
         ];
         for (const request of cuts) {
-          const answer = await rawExchange(port, request);
+          const answer = await halfClosed(port, request);
           assert.match(answer, /^HTTP\/1\.1 400 /, answer);
           const body = JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4));
           assert.deepEqual(body.reason, ["Invalid JSON body: the body was cut short"]);

@@ -52,6 +52,7 @@ import {
 import { EXTEN_PATTERN, type ExtensionRecord, extensions } from "../../store/extensions.ts";
 import { type LineRecord, lines } from "../../store/lines.ts";
 import { type QueueRecord, queues } from "../../store/queues.ts";
+import { allOf } from "../../store/records.ts";
 import type { Store } from "../../store/store.ts";
 import { type UserRecord, users } from "../../store/users.ts";
 
@@ -105,22 +106,22 @@ export const SNAPSHOT_COLLECTIONS = [
 
 /**
  * Every record the files are generated from (each collection read once, cached against its
- * version key).
+ * version key, all at one state of the version keys: `allOf`).
  *
  * @example
  * const files = asteriskConfig(await readConfigSnapshot(store));
  */
 export async function readConfigSnapshot(store: Store): Promise<ConfigSnapshot> {
   const [userList, lineList, sipList, sccpList, customList, extensionList, queueList, agentList] =
-    await Promise.all([
-      users.all(store),
-      lines.all(store),
-      sipEndpoints.all(store),
-      sccpEndpoints.all(store),
-      customEndpoints.all(store),
-      extensions.all(store),
-      queues.all(store),
-      agents.all(store),
+    await allOf(store, [
+      users,
+      lines,
+      sipEndpoints,
+      sccpEndpoints,
+      customEndpoints,
+      extensions,
+      queues,
+      agents,
     ]);
   return {
     users: userList,

@@ -1,7 +1,8 @@
 /**
  * Keeps the generated Asterisk files (`config_files.ts`) in step with the store: follows the
- * collections' version keys, waits for a burst of changes (and any bulk import) to settle, writes
- * the files whose content changed, atomically, then reloads only the Asterisk modules concerned.
+ * collections' version keys, waits for a burst of changes to settle (a bulk import is one change,
+ * made by its last commit: lib/store/bulk.ts), writes the files whose content changed, atomically,
+ * then reloads only the Asterisk modules concerned.
  * A failed write or reload is logged and tried again with a growing delay; modules still to reload
  * are kept until a reload succeeds. A module is reloaded at most once a second (decisions §12): the
  * first reload after a quiet second goes at once, a following one waits for the second to pass.
@@ -11,7 +12,6 @@
  */
 import { type Clock, systemClock } from "../../clock.ts";
 import type { Logger } from "../../log.ts";
-import { bulkWriteInProgress } from "../../store/bulk.ts";
 import { localWriteCount } from "../../store/records.ts";
 import type { Store } from "../../store/store.ts";
 import {
@@ -45,7 +45,7 @@ export interface ConfigWriterOptions {
   pollMs?: number;
   /** A burst of changes is written once nothing changed for this long (default 300 ms)… */
   quietMs?: number;
-  /** …or once this long passed since its first change (default 1500 ms), bulk imports aside. */
+  /** …or once this long passed since its first change (default 1500 ms). */
   maxDelayMs?: number;
   /** Timers' clock (default: the system's; the writer needs one that moves by itself). */
   clock?: Clock;
@@ -191,8 +191,8 @@ export class ConfigWriter {
       } else if (this.#seen !== this.#synced && writable) {
         const settled = now - this.#lastChangeAt >= this.#quietMs ||
           now - (this.#firstChangeAt ?? now) >= this.#maxDelayMs;
-        // a bulk import changes the collections chunk by chunk: its end is the change to write
-        if (!settled || await bulkWriteInProgress(this.#store, now)) return;
+        // a bulk import changes the collections once, in its last commit (lib/store/bulk.ts)
+        if (!settled) return;
         await this.#exclusive(() => this.#sync(false, false));
       } else if (this.#pending.size && now >= Math.max(this.#reloadDueAt(), this.#retryAt)) {
         await this.#exclusive(() => this.#sync(false, false));

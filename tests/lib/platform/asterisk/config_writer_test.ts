@@ -316,7 +316,7 @@ Deno.test("with Asterisk down a long while: changes still reach the files at onc
 });
 
 Deno.test("a 5,000-row users CSV import is written and reloaded once", async (t) => {
-  // the import's writes last longer than this: only its journal keeps the writer waiting
+  // the import's writes last longer than this: they change the records once, by its last commit
   const h = await harness({ maxDelayMs: 100 });
   try {
     await created(h.api, "/contexts", {
