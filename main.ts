@@ -142,6 +142,8 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   // The signal handlers come first: a SIGTERM right after "listening" still closes the store.
   // They run from the event loop, so `server` is always set by the time one does.
   const stop = async () => {
+    services.cti.close(); // open sockets would hold the shutdown
+    services.feed.close();
     await Promise.all([server.shutdown(), extra?.shutdown()]);
     await services.platform.close();
     await services.events.close(); // posts in flight end, the lease is given back

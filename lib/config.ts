@@ -41,6 +41,10 @@ export interface Config {
   corsOrigins: string[];
   /** A second address the same app listens on (e.g. xivo-auth's port 9497), or null. */
   extraListen: { hostname: string; port: number } | null;
+  /** CTI sockets one user may hold open at once in one process (docs/cti.md). */
+  ctiMaxPerUser: number;
+  /** Bytes a CTI socket or SSE stream may have waiting to be sent before it is closed. */
+  ctiSendBuffer: number;
 }
 
 /** A setting with a bad value; the message names the setting and says what is wrong. */
@@ -209,6 +213,12 @@ const settings = {
   SVC_ASTERISK_CONFIG_DIR: { default: "", parse: optional, key: "asteriskConfigDir" },
   SVC_CORS_ORIGINS: { default: "", parse: originList, key: "corsOrigins" },
   SVC_EXTRA_LISTEN: { default: "", parse: listenAddress, key: "extraListen" },
+  SVC_CTI_MAX_PER_USER: { default: "10", parse: integer(1, 10_000), key: "ctiMaxPerUser" },
+  SVC_CTI_SEND_BUFFER: {
+    default: "1048576",
+    parse: integer(1024, 1_073_741_824),
+    key: "ctiSendBuffer",
+  },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
 
 /** The names of every setting, in the order of the README's table. */

@@ -16,7 +16,7 @@ import type { Context } from "hono";
 import { z } from "zod";
 import { SUCCESS } from "./control.ts";
 import { ApiError } from "./errors.ts";
-import { type AppEnv, bodyObject, readBody, required } from "./http.ts";
+import { type AppEnv, bodyObject, checkBody, readBody, required } from "./http.ts";
 import { sanitizeNumber } from "./phone_numbers.ts";
 import { type CallStarted, type CallVariables, PlatformRefusal } from "./platform/port.ts";
 import type { Services } from "./services.ts";
@@ -214,6 +214,32 @@ export const readDial = {
     userCommand(await readBody(c, userSchema, DIAL_BODY)),
   fromQueue: async (c: Context): Promise<DialCommand> =>
     fromQueueCommand(await readBody(c, fromQueueSchema, DIAL_BODY)),
+};
+
+/**
+ * The dial commands of a message already parsed (the CTI socket's `dial` and `dialFromQueue`):
+ * the same fields, checks and errors as the 2.0 routes' bodies.
+ */
+export const dialOf = {
+  number(body: unknown): DialCommand {
+    const { destination, variables } = checkBody(numberSchemas.destination, body, "BadRequest");
+    return numberCommand(destination, variables, "destination");
+  },
+  fromQueue: (body: unknown): DialCommand =>
+    fromQueueCommand(checkBody(fromQueueSchema, body, "BadRequest")),
+  /** The user's mobile number first, then `destination` (the user must have a mobile number). */
+  fromMobile(body: unknown): DialCommand {
+    const { destination, variables } = checkBody(numberSchemas.destination, body, "BadRequest");
+    const number = dialledNumber(destination);
+    const vars = callVariables(variables);
+    return ({ platform }, user) => {
+      const mobile = sanitizeNumber(user.mobile_phone_number ?? "");
+      if (!mobile) {
+        throw new ApiError(400, "NoMobileNumber", `user ${user.username} has no mobile number`);
+      }
+      return platformCommand(() => platform.dialFromMobile(user, mobile, number, vars));
+    };
+  },
 };
 
 /** Answers `{"res":"success"}`, logging the call a command of `route` started. */

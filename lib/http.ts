@@ -170,8 +170,13 @@ export async function readBody<T extends z.ZodType>(
   } catch {
     throw new ApiError(400, codes.invalid, "the body is not valid JSON");
   }
+  return checkBody(schema, body, codes.invalid);
+}
+
+/** `body` (already parsed) against `schema`; one that does not match is 400 `code`. */
+export function checkBody<T extends z.ZodType>(schema: T, body: unknown, code: string): z.infer<T> {
   const result = schema.safeParse(body);
-  if (!result.success) throw new ApiError(400, codes.invalid, describeIssue(result.error));
+  if (!result.success) throw new ApiError(400, code, describeIssue(result.error));
   return result.data;
 }
 

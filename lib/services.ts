@@ -3,6 +3,8 @@ import { loadJwtSecret, Tokens } from "./auth/tokens.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
 import { EventExport } from "./events/export.ts";
+import { EventFeed } from "./events/feed.ts";
+import { CtiHub } from "./cti/hub.ts";
 import { platformMessage } from "./events/messages.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { AsteriskPlatform } from "./platform/asterisk/mod.ts";
@@ -25,6 +27,10 @@ export interface Services {
   sim: SimPlatform | null;
   /** The outbox of events posted to `eventUrl`. */
   events: EventExport;
+  /** The same events, live, for the CTI sockets and SSE streams of this process. */
+  feed: EventFeed;
+  /** The CTI sockets of this process. */
+  cti: CtiHub;
 }
 
 /**
@@ -65,7 +71,7 @@ export async function createServices(
     : null;
   const platform = sim ?? asterisk(config, store, clock, logger);
   connectPlatform(platform, events, store);
-  return {
+  const services: Services = {
     config,
     store,
     tokens,
@@ -75,7 +81,11 @@ export async function createServices(
     platform,
     sim,
     events,
+    feed: new EventFeed({ store, clock, logger, events }),
+    cti: null as unknown as CtiHub, // the hub needs the services: set right below
   };
+  services.cti = new CtiHub(services);
+  return services;
 }
 
 /** The Asterisk adapter of the settings (loadConfig made sure they are all there). */

@@ -1,14 +1,36 @@
 /**
- * The event export's state (decisions §7): `GET /events/deliveries` shows the pending and
- * dead-letter counts, the last failure and the dead letters; `POST /events/deadletters/retry`
- * puts the dead letters back in the outbox, due at once.
+ * The event export's state (decisions §7) and its live stream (docs/cti.md):
+ *
+ * - `GET /events/deliveries` shows the pending and dead-letter counts, the last failure and the
+ *   dead letters; `POST /events/deadletters/retry` puts the dead letters back in the outbox.
+ * - `GET /events/stream` (ACL `svc.rest.events.read`) is a Server-Sent Events stream of the events
+ *   that go to `SVC_EVENT_URL`, from every process sharing the store: `id:` the event id (the
+ *   `X-Svc-Event-Id` of the post), `event:` its `msgType`, `data:` the posted JSON. `?username=`
+ *   keeps one user's events. A client reconnecting with `Last-Event-ID` (header, or the
+ *   `lastEventId` query value) first gets the events after that id still retained (the retention,
+ *   one minute at least). A comment every 15 s keeps proxies from closing an idle stream; a client
+ *   with more than `SVC_CTI_SEND_BUFFER` bytes unread is sent an `overflow` event and closed.
  */
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
+import { ApiError } from "../lib/errors.ts";
+import type { LogEntry } from "../lib/events/outbox.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 
-export function eventRoutes({ tokens, events }: Services): Hono<AppEnv> {
+/** What an event id looks like (`lib/events/outbox.ts` EventIds). */
+const EVENT_ID = /^\d{13}-\d{6}-[a-z0-9]{4}$/;
+const KEEPALIVE_MS = 15_000;
+/** Retained events read per store round trip on a resume. */
+const RESUME_BATCH = 500;
+
+const encoder = new TextEncoder();
+
+const frame = ({ id, event }: LogEntry) =>
+  encoder.encode(`id: ${id}\nevent: ${event.message.msgType}\ndata: ${JSON.stringify(event)}\n\n`);
+
+export function eventRoutes(services: Services): Hono<AppEnv> {
+  const { tokens, events } = services;
   return new Hono<AppEnv>()
     .get(
       "/events/deliveries",
@@ -19,5 +41,94 @@ export function eventRoutes({ tokens, events }: Services): Hono<AppEnv> {
       "/events/deadletters/retry",
       requireAcl(tokens, "svc.rest.events.deadletters.retry.create"),
       async (c) => c.json({ requeued: await events.retryDeadLetters() }),
-    );
+    )
+    .get("/events/stream", requireAcl(tokens, "svc.rest.events.read"), (c) => {
+      const username = c.req.query("username");
+      const resumeFrom = c.req.header("last-event-id") ?? c.req.query("lastEventId") ?? null;
+      if (resumeFrom !== null && !EVENT_ID.test(resumeFrom)) {
+        throw new ApiError(400, "BadRequest", "Last-Event-ID is no event id of this server");
+      }
+      return new Response(eventStream(services, username ?? null, resumeFrom), {
+        headers: {
+          "Content-Type": "text/event-stream",
+          "Cache-Control": "no-store",
+          "X-Accel-Buffering": "no", // nginx: pass each event on at once
+        },
+      });
+    });
+}
+
+/**
+ * The stream: live events are taken from the moment it starts, held while the retained ones after
+ * `resumeFrom` are read and sent, then sent after them, each id once.
+ */
+function eventStream(
+  services: Services,
+  username: string | null,
+  resumeFrom: string | null,
+): ReadableStream<Uint8Array> {
+  const { feed, clock, config } = services;
+  let unsubscribe = () => {};
+  let cancelKeepalive = () => {};
+  let closed = false;
+  return new ReadableStream<Uint8Array>({
+    async start(controller) {
+      /** Bytes queued and not yet read by the client. */
+      const queued = () => -(controller.desiredSize ?? 0);
+      const stop = () => {
+        closed = true;
+        unsubscribe();
+        cancelKeepalive();
+      };
+      const send = (chunk: Uint8Array) => {
+        if (closed) return;
+        if (queued() > config.ctiSendBuffer) {
+          controller.enqueue(encoder.encode("event: overflow\ndata: {}\n\n"));
+          stop();
+          controller.close();
+          return;
+        }
+        controller.enqueue(chunk);
+      };
+      /** The newest retained event read on a resume: held live events up to it were sent. */
+      let lastRead = resumeFrom ?? "";
+      let held: LogEntry[] | null = [];
+      const wanted = (entry: LogEntry) => username === null || entry.event.username === username;
+      unsubscribe = feed.subscribe((entries) => {
+        for (const entry of entries) {
+          if (!wanted(entry)) continue;
+          if (held) held.push(entry);
+          else send(frame(entry));
+        }
+      });
+      const keepalive = () => {
+        cancelKeepalive = clock.after(KEEPALIVE_MS, () => {
+          send(encoder.encode(": keepalive\n\n"));
+          if (!closed) keepalive();
+        });
+      };
+      keepalive();
+      send(encoder.encode("retry: 1000\n\n"));
+      if (resumeFrom !== null) {
+        try {
+          for (;;) {
+            const batch = await feed.after(lastRead, RESUME_BATCH);
+            for (const entry of batch) if (wanted(entry)) send(frame(entry));
+            if (batch.length) lastRead = batch.at(-1)!.id;
+            if (batch.length < RESUME_BATCH) break;
+          }
+        } catch (error) {
+          services.logger.warn("event stream resume failed", { error: String(error) });
+        }
+      }
+      const waiting = held;
+      held = null;
+      for (const entry of waiting) if (entry.id > lastRead) send(frame(entry));
+    },
+    cancel() {
+      closed = true;
+      unsubscribe();
+      cancelKeepalive();
+    },
+  }, { highWaterMark: 0, size: (chunk) => chunk.byteLength }); // desiredSize = -bytes queued
 }

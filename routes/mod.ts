@@ -11,6 +11,7 @@ import { authRoutes } from "./auth.ts";
 import { callbackRoutes } from "./callbacks.ts";
 import { callQualificationRoutes } from "./call_qualifications.ts";
 import { contactRoutes } from "./contacts.ts";
+import { ctiRoutes } from "./cti.ts";
 import { dialRoutes } from "./dial.ts";
 import { dndRoutes } from "./dnd.ts";
 import { eventRoutes } from "./events.ts";
@@ -49,6 +50,7 @@ export function createApp(services: Services) {
   v2.route("/", historyRoutes(services));
   v2.route("/", callbackRoutes(services));
   v2.route("/", eventRoutes(services));
+  v2.route("/", ctiRoutes(services));
   // the control API of the simulator; on a real PBX people pick up their phones
   if (services.sim) v2.route("/", simRoutes(services.sim, services));
 

@@ -12,7 +12,7 @@
  * runs it as long as wanted, with the seed and the count from the environment.
  */
 import fc from "fast-check";
-import { login, setup, type TestContext, webServiceUser } from "./helpers.ts";
+import { bodyText, login, setup, type TestContext, webServiceUser } from "./helpers.ts";
 
 /** The client address of every request; the 1.0 API allows it. */
 const CLIENT = "192.0.2.10";
@@ -1125,7 +1125,7 @@ export async function check(target: FuzzTarget, request: FuzzRequest): Promise<v
   const logged = ctx.logs.length;
   const env = { remoteAddr: { transport: "tcp", hostname: request.client, port: 40_000 } };
   const response = await ctx.app.request(toRequest(target, request), undefined, env);
-  const text = await response.text();
+  const text = await bodyText(response);
   const unhandled = ctx.logs.slice(logged).filter((line) => line.includes('"unhandled error"'));
   const pathname = new URL(`http://localhost${request.url}`).pathname;
   let body: unknown = null;

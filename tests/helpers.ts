@@ -304,3 +304,15 @@ export async function expectAcls(
     });
   }
 }
+
+/**
+ * The text of an answer; a live event stream (`text/event-stream`, never ending) is cancelled and
+ * reads as "" — what a probe checks of it is its status.
+ */
+export async function bodyText(response: Response): Promise<string> {
+  if (response.headers.get("content-type") === "text/event-stream") {
+    await response.body?.cancel();
+    return "";
+  }
+  return await response.text();
+}

@@ -3,7 +3,7 @@
  * bodies no route expects, the routes of the app under a prefix, and the check that every answer
  * is a success or an error in the API's documented form, never a 500.
  */
-import type { TestContext } from "./helpers.ts";
+import { bodyText, type TestContext } from "./helpers.ts";
 
 /** Path values no route expects: zero, a word, out of range, negative, dots, encoded dots. */
 export const ODD_VALUES = ["0", "abc", "99999999999", "-1", "a.b", "%2e%2e"];
@@ -101,7 +101,7 @@ export async function robustnessFailures(
   let requests = 0;
   for (const probe of all) {
     const response = await send(probe);
-    const text = await response.text();
+    const text = await bodyText(response);
     requests++;
     if (response.status < 400) continue;
     let parsed: unknown = null;

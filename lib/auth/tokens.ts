@@ -119,6 +119,11 @@ export class Tokens {
     return verified.identity;
   }
 
+  /** When a token that {@link verify} accepted expires (ms). */
+  async expiry(token: string): Promise<number> {
+    return (this.#verified.get(token) ?? await this.#check(token)).expiresAt;
+  }
+
   async #check(token: string): Promise<Verified> {
     let payload: Uint8Array;
     try {

@@ -35,6 +35,7 @@ import {
   idTime,
   type LastError,
   lastError,
+  type LogEntry,
   loggedEvents,
   outboxBatch,
   type OutboxEntry,
@@ -87,6 +88,15 @@ export interface Deliveries {
   /** The oldest {@link MAX_DEAD_LETTERS_SHOWN} dead letters; `deadLetters` counts them all. */
   deadLetterEvents: DeadLetterView[];
 }
+
+/**
+ * The event log keeps each event at least this long whatever the retention: the live feed of
+ * other processes (`lib/events/feed.ts`) reads new events from it.
+ */
+export const MIN_LOG_MS = 60_000;
+
+/** Told of events as soon as this process has made them durable, in publish order. */
+export type WrittenListener = (entries: LogEntry[]) => void;
 
 /** Delays before the 1st, 2nd, … retry; the last one repeats. */
 export const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
@@ -184,34 +194,60 @@ export class EventExport {
   #memo: PassMemo | null = null;
   /** Counts requeues of dead letters: a pass running across one must not leave a memo. */
   #requeues = 0;
+  readonly #written: WrittenListener[] = [];
 
   constructor(readonly options: EventExportOptions) {
     this.#ids = new EventIds(() => options.clock.now());
   }
 
   /**
-   * Writes `messages` to the outbox (when a URL is set) and to the event log, in atomic commits
-   * one after the other (499 events each at most when both are written), each event with a new id
-   * sorting in publish order; resolves once they are durable, then wakes up delivery.
+   * Writes `messages` to the outbox (when a URL is set) and to the event log (for the retention,
+   * {@link MIN_LOG_MS} at least), in atomic commits one after the other (499 events each at most
+   * when both are written), each event with a new id sorting in publish order; resolves once they
+   * are durable, after the written listeners were told, then wakes up delivery.
    */
   async publish(messages: EventMessage[]): Promise<void> {
-    const { url, retentionMs } = this.options;
-    if (messages.length === 0 || (url === null && retentionMs <= 0)) return;
-    await this.#write(messages, { toOutbox: url !== null, retentionMs });
+    if (messages.length === 0) return;
+    const retentionMs = Math.max(this.options.retentionMs, MIN_LOG_MS);
+    await this.#write(messages, { toOutbox: this.options.url !== null, retentionMs });
+  }
+
+  /** Tells `listener` of every event this process publishes, once durable (the live feed). */
+  onWritten(listener: WrittenListener): void {
+    this.#written.push(listener);
+  }
+
+  /** The part of this process's event ids that tells them from other processes' ones. */
+  get writer(): string {
+    return this.#ids.suffix;
   }
 
   /** Writes `messages` under new ids, after any write still running, then wakes up delivery. */
   async #write(messages: EventMessage[], to: { toOutbox: boolean; retentionMs: number }) {
-    const write = this.#publishing.then(() => {
+    const write = this.#publishing.then(async () => {
       const entries = messages.map((event): OutboxEntry => {
         const { id, ms } = this.#ids.next();
         return { id, createdAt: ms, attempts: 0, dueAt: ms, lastError: null, event };
       });
-      return writeEvents(this.options.store, entries, to);
+      await writeEvents(this.options.store, entries, { ...to, writer: this.#ids.suffix });
+      if (to.retentionMs > 0) this.#tellWritten(entries);
     });
     this.#publishing = write.catch(() => {});
     await write;
     this.#kick();
+  }
+
+  /** Hands newly logged events to the written listeners; one throwing does not stop the others. */
+  #tellWritten(entries: OutboxEntry[]): void {
+    if (this.#written.length === 0) return;
+    const logged = entries.map(({ id, createdAt, event }) => ({ id, createdAt, event }));
+    for (const listener of this.#written) {
+      try {
+        listener(logged);
+      } catch (error) {
+        this.options.logger.error("event listener failed", { error: String(error) });
+      }
+    }
   }
 
   /** Starts background delivery (see the module comment); does nothing without a URL. */

@@ -10,6 +10,10 @@
  * - `["outbox_last_error"]` → {@link LastError}: the latest failed post, for `GET /events/deliveries`.
  * - `["outbox_signal"]`: rewritten by every commit that adds to the outbox, so that a process polls
  *   one key (its versionstamp) to learn that another process published.
+ * - `["event_log_signal", writer]`: rewritten by every commit of a process (`writer`: the random
+ *   suffix of its ids) that adds to the event log, so that the live feed of another process
+ *   (`lib/events/feed.ts`) reads the log only when someone else wrote to it. Deno KV's `watch` does
+ *   not see other processes' commits on a local file, hence a poll.
  *
  * Every write that touches many entries goes out in atomic chunks that stay under the Deno KV
  * limits (1,000 mutations, 800 KiB, 10 checks per commit).
@@ -50,9 +54,12 @@ const DEAD_LETTERS = "dead_letters";
 const LEASE_KEY: Deno.KvKey = ["outbox_lease"];
 const LAST_ERROR_KEY: Deno.KvKey = ["outbox_last_error"];
 const SIGNAL_KEY: Deno.KvKey = ["outbox_signal"];
+const LOG_SIGNAL = "event_log_signal";
+/** A writer's log signal outlives its last write by this much, then vanishes by itself. */
+const LOG_SIGNAL_MS = 24 * 3600_000;
 
-/** At most this many mutations per commit (the Deno KV limit is 1,000; one left for the signal). */
-const MAX_MUTATIONS = 999;
+/** At most this many mutations per commit (the Deno KV limit is 1,000; two left for the signals). */
+const MAX_MUTATIONS = 998;
 /** At most this many bytes of values per commit (the Deno KV limit is 800 KiB; keys count too). */
 const MAX_BYTES = 600_000;
 /** At most this many checks per commit (the Deno KV limit is 10). */
@@ -66,7 +73,8 @@ const MAX_CHECKS = 10;
 export class EventIds {
   #lastMs = 0;
   #counter = 0;
-  readonly #suffix = randomSuffix();
+  /** This process's part of every id: tells its events from other processes'. */
+  readonly suffix = randomSuffix();
 
   constructor(private readonly now: () => number) {}
 
@@ -74,7 +82,7 @@ export class EventIds {
     const ms = Math.max(this.now(), this.#lastMs);
     this.#counter = ms === this.#lastMs ? this.#counter + 1 : 0;
     this.#lastMs = ms;
-    const id = `${pad(ms, 13)}-${pad(this.#counter, 6)}-${this.#suffix}`;
+    const id = `${pad(ms, 13)}-${pad(this.#counter, 6)}-${this.suffix}`;
     return { id, ms };
   }
 }
@@ -94,11 +102,17 @@ export function idFrom(ms: number): string {
   return pad(Math.max(0, ms), 13);
 }
 
-/** Writes new events: to the outbox (when `toOutbox`) and the event log (when `retentionMs` > 0). */
+/** The writer (an {@link EventIds} suffix) of an event id. */
+export const idWriter = (id: string): string => id.slice(21);
+
+/**
+ * Writes new events: to the outbox (when `toOutbox`) and the event log (when `retentionMs` > 0,
+ * signalled as written by `writer`).
+ */
 export async function writeEvents(
   store: Store,
   entries: OutboxEntry[],
-  { toOutbox, retentionMs }: { toOutbox: boolean; retentionMs: number },
+  { toOutbox, retentionMs, writer }: { toOutbox: boolean; retentionMs: number; writer: string },
 ): Promise<void> {
   const mutations: Mutation[] = [];
   for (const entry of entries) {
@@ -116,7 +130,35 @@ export async function writeEvents(
     }
   }
   // in order: a pass reading meanwhile must never see a later chunk without the earlier one
-  await commitChunks(store, mutations, { sequential: true, signal: toOutbox });
+  await commitChunks(store, mutations, {
+    sequential: true,
+    signal: toOutbox,
+    logSignal: retentionMs > 0 ? writer : null,
+  });
+}
+
+/** The event log's writers with the versionstamp of their signal (changed by each write). */
+export async function logSignals(store: Store): Promise<Map<string, string>> {
+  const entries = await store.list({ prefix: [LOG_SIGNAL] });
+  return new Map(entries.map((entry) => [String(entry.key[1]), entry.versionstamp]));
+}
+
+/** An event of the event log with its id. */
+export interface LogEntry extends LoggedEvent {
+  id: string;
+}
+
+/** Up to `limit` events of the event log after the id `after` (from the start when null). */
+export async function logAfter(
+  store: Store,
+  after: string | null,
+  limit: number,
+): Promise<LogEntry[]> {
+  const selector: Deno.KvListSelector = after === null
+    ? { prefix: [EVENT_LOG] }
+    : { prefix: [EVENT_LOG], start: [EVENT_LOG, `${after}\0`] };
+  const entries = await store.list<LoggedEvent>(selector, { limit, batchSize: limit });
+  return entries.map((entry) => ({ id: String(entry.key[1]), ...entry.value }));
 }
 
 /**
@@ -276,12 +318,13 @@ function sizeOf(mutation: Mutation): number {
 /**
  * Commits `mutations` in as few atomic commits as the limits allow, one after the other when
  * `sequential`, else concurrently (they touch distinct keys); with `signal`, each commit rewrites
- * the outbox signal too. Resolves once all are durable.
+ * the outbox signal too, with `logSignal` the event log signal of that writer. Resolves once all are
+ * durable.
  */
 async function commitChunks(
   store: Store,
   mutations: Mutation[],
-  { sequential = false, signal = false } = {},
+  { sequential = false, signal = false, logSignal = null as string | null } = {},
 ): Promise<void> {
   const chunks: Mutation[][] = [];
   let chunk: Mutation[] = [];
@@ -310,6 +353,7 @@ async function commitChunks(
           );
         }
       }
+      if (logSignal !== null) op.set([LOG_SIGNAL, logSignal], true, { expireIn: LOG_SIGNAL_MS });
       return signal ? op.set(SIGNAL_KEY, true) : op;
     });
   if (sequential) { for (const chunk of chunks) await commit(chunk); }

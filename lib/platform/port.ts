@@ -115,6 +115,9 @@ export class PlatformRefusal extends Error {
   }
 }
 
+/** What a user's CTI page asks of the user's own phone (the xuc CTI API's answer, hangup, hold). */
+export type PhoneAction = "answer" | "hangup" | "hold";
+
 /** How a dial command started: the call's `linkedId`. */
 export interface CallStarted {
   linkedId: string;
@@ -129,6 +132,23 @@ export interface Platform {
   ): Promise<CallStarted>;
   /** As {@link dialNumber}, toward `callee`'s phone. */
   dialUser(caller: UserRecord, callee: UserRecord, variables: CallVariables): Promise<CallStarted>;
+  /**
+   * The xuc CTI API's `dialFromMobile`: as {@link dialNumber}, but the user's mobile phone
+   * (`mobile`, an already sanitized outside number, dialled in the context of the caller's main
+   * line) is rung first instead of the user's own phone; once it answers, `destination` (already
+   * sanitized) is called in that same context and sees the user's caller id. The mobile stands for
+   * the user's phone in this call: its events go to the user with `DN` = the user's extension and
+   * `otherDN` = `destination` (`EventDialing` once the mobile answered, then `EventEstablished`,
+   * `EventReleased`; `EventFailure` when the mobile does not answer, without history); the
+   * destination's side and the history are as for `dialNumber`. The user's own phone is not in the
+   * call. Refusal: `no_line` (the user has no line: the context comes from it).
+   */
+  dialFromMobile(
+    caller: UserRecord,
+    mobile: string,
+    destination: string,
+    variables: CallVariables,
+  ): Promise<CallStarted>;
   /**
    * A call placed by `queue` to `destination` on behalf of `requester`: a free agent of the queue
    * is rung first, then the destination (the spec's "dial from queue").
@@ -147,6 +167,15 @@ export interface Platform {
     callerIdNumber: string,
     variables: CallVariables,
   ): Promise<CallStarted>;
+  /**
+   * Acts on the current call of `user`'s own phone (its main line, `line_ids[0]`, named by its
+   * extension), as a browser CTI page asks: `answer` picks up a ringing call; `hangup` ends the
+   * current call, ringing (declined), calling, established or held; `hold` puts an established call
+   * on hold, or takes it off hold when it already is (a toggle, as the xuc CTI API's `hold`). What
+   * follows comes as the usual phone events. Refusals: `no_line` (no line or extension),
+   * `no_call` (nothing to act on), `not_supported` (the PBX cannot do it for this phone).
+   */
+  phoneAction(user: UserRecord, action: PhoneAction): Promise<void>;
   /**
    * The user's DND or forwards changed (the user record is the source of truth). A real PBX
    * connector pushes them to the PBX; the simulator reads the record at each call.

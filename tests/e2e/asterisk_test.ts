@@ -52,6 +52,7 @@ Deno.test("on the AMI replay: ready, config files, a dial's events to eventUrl, 
     const replay = await startAmiReplay({ connections: ["02-dial-answered"] });
     const receiver = eventReceiver();
     let server: RunningServer | undefined;
+    let socket: WebSocket | undefined;
     try {
       const env = asteriskEnv(dir, replay.port, receiver.url);
       server = await startServer(env);
@@ -82,8 +83,18 @@ Deno.test("on the AMI replay: ready, config files, a dial's events to eventUrl, 
       };
       await until(async () => (await written()).every(Boolean), 2_000, "alice and bob written");
 
-      // alice connects (her softphone would); a CRM's web service user dials for her
-      await login(svc, "login", ALICE.username, ALICE.password);
+      // alice connects (her softphone would) and opens the CTI socket a browser page would;
+      // a CRM's web service user dials for her
+      const aliceToken = await login(svc, "login", ALICE.username, ALICE.password);
+      const socketEvents: string[] = [];
+      socket = new WebSocket(`${svc.baseUrl.replace("http", "ws")}${V2}/cti?token=${aliceToken}`);
+      socket.onmessage = (event) => {
+        const message = JSON.parse(event.data);
+        socketEvents.push(
+          message.msgType === "PhoneEvent" ? message.ctiMessage.eventType : message.msgType,
+        );
+      };
+      await until(() => socketEvents.includes("LoggedOn"), 5_000, "the socket's LoggedOn");
       const crm = await call(svc, "POST", "/1.1/webservice_users", {
         token: admin,
         body: { login: "crm", password: "crm-secret-pw", acls: ["svc.rest.#"] },
@@ -137,6 +148,13 @@ Deno.test("on the AMI replay: ready, config files, a dial's events to eventUrl, 
       assert.equal(uniqueIds("bob").size, 1);
       assert.ok(!uniqueIds("bob").has(linkedId), "bob's leg is another channel");
 
+      // the Asterisk connector feeds the CTI socket the same events as eventUrl
+      await until(() => socketEvents.includes("EventReleased"), 5_000, "the socket's events");
+      assert.deepEqual(
+        socketEvents.filter((type) => type.startsWith("Event")),
+        ["EventDialing", "EventEstablished", "EventReleased"],
+      );
+
       const history = async () =>
         (await call(svc, "GET", `${V2}/history/alice?size=5`, { token: ws })).body;
       await until(async () => (await history()).data.entries.length === 1, 5_000, "history");
@@ -146,6 +164,7 @@ Deno.test("on the AMI replay: ready, config files, a dial's events to eventUrl, 
         ["alice", "bob", "1001", "1002", "emitted"],
       );
     } finally {
+      socket?.close();
       if (server) await stopCleanly(server);
       await replay.close();
       await receiver.close();

@@ -66,6 +66,8 @@ export interface Call extends CallSummary {
 interface Channel {
   uniqueId: string;
   linkedId: string;
+  /** `PJSIP/alice-0000000b`: what a Hangup action names. */
+  name: string;
   /** `PJSIP/alice` for `PJSIP/alice-0000000b`; null for a Local channel. */
   device: string | null;
   leg: Leg | null;
@@ -241,6 +243,19 @@ export class CallTracker {
     this.#settleAgents();
   }
 
+  /**
+   * The channels of `phone` in a call in progress, oldest first, each with its leg (null while it
+   * has none: a callee's channel takes one when it rings).
+   */
+  channelsOf(phone: Phone): { name: string; leg: Leg | null }[] {
+    const dir = this.ctx.dir();
+    return [...this.#channels.values()].filter((channel) => {
+      const call = this.#calls.get(channel.linkedId);
+      return call !== undefined && !call.ended && channel.device !== null &&
+        dir.phoneOfInterface(channel.device)?.lineId === phone.lineId;
+    }).map((channel) => ({ name: channel.name, leg: channel.leg?.ended ? null : channel.leg }));
+  }
+
   // --- channels ---------------------------------------------------------------------------------
 
   #newChannel(event: AmiMessage): void {
@@ -248,7 +263,7 @@ export class CallTracker {
     const linkedId = event.get("Linkedid");
     const name = event.get("Channel");
     if (!uniqueId || !linkedId || !name) return;
-    const channel: Channel = { uniqueId, linkedId, device: deviceOf(name), leg: null };
+    const channel: Channel = { uniqueId, linkedId, name, device: deviceOf(name), leg: null };
     this.#channels.set(uniqueId, channel);
     let call = this.#calls.get(linkedId);
     if (!call && uniqueId === linkedId) call = this.#notOurs(channel, event);
@@ -465,19 +480,23 @@ export class CallTracker {
   /**
    * The channel svc originated hung up. The caller's phone: never answered, the dial failed
    * (no history); answered, the call ends (a failure when its last Dial was busy). A Local
-   * channel of a queue dial hangs up when Asterisk optimizes it away: the call goes on.
+   * channel of a queue dial hangs up when Asterisk optimizes it away: the call goes on. So does
+   * the Local channel of a dial from mobile once the call is established (the mobile and the
+   * destination then talk without it): the call ends with its last channel, or when a talking
+   * phone hangs up.
    */
   #originHangup(call: Call): void {
     if (!call.origin || call.origin.uniqueId !== call.originChannel) {
       if (!call.originUp && !call.legs.some((leg) => !leg.ended)) this.#endCall(call);
       return;
     }
+    const local = call.originate !== null && deviceOf(call.originate.channel) === null;
     if (!call.originUp) {
       call.noHistory = true;
       this.#failCall(call);
     } else if (!call.established && call.failed) {
       this.#failCall(call);
-    } else {
+    } else if (!(local && call.established && call.channels.size > 0)) {
       this.#endCall(call);
     }
   }

@@ -22,6 +22,7 @@ import {
   type AgentPresence,
   type CallStarted,
   type CallVariables,
+  type PhoneAction,
   type PhoneStatus,
   type Platform,
   type PlatformEvent,
@@ -162,6 +163,27 @@ export class AsteriskPlatform implements Platform {
     }));
   }
 
+  /**
+   * A Local channel into the caller's line context calls the mobile (the dialplan routes an outside
+   * number from there, as for `dialNumber`); once it answers, that channel runs `destination` in
+   * the same context. No `CallerID`: Asterisk would set it as both the caller id and the connected
+   * line of the Local channel, and the two halves of a Local channel cross them over, so the mobile
+   * and the destination would see the same one. Instead the Local channel gets the user's as caller
+   * id (what the destination sees) and the destination's as connected line (what its other half
+   * shows the mobile).
+   */
+  dialFromMobile(
+    caller: UserRecord,
+    mobile: string,
+    destination: string,
+    variables: CallVariables,
+  ): Promise<CallStarted> {
+    return this.#dialFromPhone(caller, destination, variables, (phone) => ({
+      exten: destination,
+      context: phone.context,
+    }), mobile);
+  }
+
   /** The callee's extension, dialled in its own line's context: a user can always be reached. */
   async dialUser(
     caller: UserRecord,
@@ -237,6 +259,46 @@ export class AsteriskPlatform implements Platform {
       timeoutMs: QUEUE_WAIT_MS,
       variables,
     });
+  }
+
+  /**
+   * `hangup` hangs up each channel of the user's phone in a call. `answer` and `hold` ask the phone
+   * itself, by the remote-control NOTIFY (`Event: talk`, `Event: hold`) that Snom, Yealink and
+   * Polycom phones honour and XiVO's CTI server sends; a phone on hold takes itself off hold. Only
+   * a PJSIP phone gets one, and Asterisk's answer only says it was sent: what the phone does comes
+   * as the usual AMI events (nothing, for a phone that ignores it). Not connected: as the dials.
+   */
+  async phoneAction(user: UserRecord, action: PhoneAction): Promise<void> {
+    const phone = (await this.#directory()).phoneOfUser(user.id);
+    if (!phone?.interface) throw noLine(user);
+    if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
+    const channels = this.#calls.channelsOf(phone);
+    const legs = channels.flatMap((channel) => channel.leg ? [channel.leg] : []);
+    const found = action === "hangup"
+      ? channels.length > 0
+      : action === "answer"
+      ? legs.some((leg) => leg.state === "ringing")
+      : legs.some((leg) => leg.state !== "ringing" && leg.call.established);
+    if (!found) {
+      throw new PlatformRefusal("no_call", `phone ${phone.extension} has no call to ${action}`);
+    }
+    if (action === "hangup") {
+      // an error answer is a channel gone meanwhile (the other party hung up): nothing to end
+      for (const channel of channels) await this.#action("Hangup", { Channel: channel.name });
+      return;
+    }
+    const endpoint = /^PJSIP\//i.test(phone.interface) ? phone.interface.slice(6) : null;
+    const notSupported = (why: string) =>
+      new PlatformRefusal(
+        "not_supported",
+        `phone ${phone.extension} cannot ${action} from svc: ${why}`,
+      );
+    if (endpoint === null) throw notSupported(`${phone.interface} takes no remote-control NOTIFY`);
+    const response = await this.#action("PJSIPNotify", {
+      Endpoint: endpoint,
+      Variable: `Event=${action === "answer" ? "talk" : "hold"}`,
+    });
+    if (!response.ok) throw notSupported(pbxMessage("PJSIPNotify", response));
   }
 
   /**
@@ -343,31 +405,58 @@ export class AsteriskPlatform implements Platform {
 
   // --- commands ---------------------------------------------------------------------------------
 
-  /** Rings the caller's own phone first; once it answers the dialplan calls `exten`@`context`. */
+  /**
+   * Rings the caller's own phone first; once it answers the dialplan calls `exten`@`context`.
+   * With `mobile`, a Local channel calling the mobile in the caller's line context is rung first
+   * instead (see `dialFromMobile`); its events go to the caller as its phone's.
+   */
   async #dialFromPhone(
     caller: UserRecord,
     dialled: string,
     variables: CallVariables,
     target: (phone: Phone) => { exten: string; context: string },
+    mobile: string | null = null,
   ): Promise<CallStarted> {
     const dir = await this.#directory();
     const phone = dir.phoneOfUser(caller.id);
-    if (!phone?.interface) throw noLine(caller);
+    // a dial from mobile needs only the line's context and extension, not its device
+    if (!phone || (mobile === null && !phone.interface)) throw noLine(caller);
+    const device = phone.interface ?? "";
     const user = dir.users.get(caller.id) ?? caller;
     const { exten, context } = target(phone);
-    return await this.#originate({
-      kind: "user",
+    const shown = callerIdText(fullName(user), phone.extension);
+    const init = {
+      kind: "user" as const,
       context,
       dialled,
       shownNumber: phone.extension,
       src: { userId: caller.id, username: caller.username ?? "", number: phone.extension },
       userData: usrVariables(variables),
-      originate: { channel: phone.interface, exten, context },
-      callerPhone: phone,
+    };
+    const timeoutMs = user.ring_seconds * 1000;
+    if (mobile === null) {
+      return await this.#originate({
+        ...init,
+        originate: { channel: device, exten, context },
+        callerPhone: phone,
+      }, { callerId: shown, timeoutMs, variables });
+    }
+    const callee = dir.phoneAt(exten, context);
+    const calleeUser = callee?.userId == null ? undefined : dir.users.get(callee.userId);
+    const calleeName = (calleeUser && fullName(calleeUser)) || exten;
+    return await this.#originate({
+      ...init,
+      originate: { channel: `Local/${mobile}@${context}`, exten, context },
+      // the mobile stands for the caller's phone: its events go to the caller
+      callerPhone: { ...phone, userId: caller.id, username: caller.username ?? "" },
     }, {
-      callerId: callerIdText(fullName(user), phone.extension),
-      timeoutMs: user.ring_seconds * 1000,
+      callerId: null,
+      timeoutMs,
       variables,
+      channelVariables: [
+        `CALLERID(all)=${shown}`,
+        `CONNECTEDLINE(all)=${callerIdText(calleeName, exten)}`,
+      ],
     });
   }
 
@@ -381,7 +470,8 @@ export class AsteriskPlatform implements Platform {
       originate: NonNullable<NewCall["originate"]>;
     },
     options: {
-      callerId: string;
+      /** The Originate's `CallerID`; null: none. */
+      callerId: string | null;
       timeoutMs: number;
       variables: CallVariables;
       channelVariables?: string[];
@@ -402,7 +492,7 @@ export class AsteriskPlatform implements Platform {
         Context: init.originate.context,
         Exten: init.originate.exten,
         Priority: "1",
-        CallerID: options.callerId,
+        CallerID: options.callerId ?? undefined,
         Timeout: String(options.timeoutMs),
         ChannelId: linkedId,
         Variable: variables,

@@ -65,6 +65,7 @@ export function newLeg(
     number: null,
     userId: null,
     username: "",
+    dn: null,
     state: "ringing",
     ended: false,
     announced: false,
@@ -114,7 +115,7 @@ export function phoneEvent(
     userId: leg.userId,
     username: leg.username,
     eventType,
-    DN: leg.name,
+    DN: leg.dn ?? leg.name,
     otherDN,
     linkedId: leg.call.linkedId,
     uniqueId: leg.uniqueId,
@@ -212,7 +213,10 @@ export function markRung(call: Call, leg: Leg, number: string): void {
 /**
  * A user dials: its phone rings first (the originate leg, no event while it rings); once it
  * answers the user gets `EventDialing` and `destination` is called. A failed originate leg gives
- * `EventFailure` and no history.
+ * `EventFailure` and no history. With `mobile` (a dial from mobile) the originate leg is the
+ * outside network on that number instead, by the `external` policy, for as long as the user's
+ * phone would ring: its events go to the caller as if it were the caller's phone (`DN` = the
+ * phone's extension), and everything else is the same.
  */
 export async function dialFromPhone(
   step: Step,
@@ -221,6 +225,7 @@ export async function dialFromPhone(
   dialled: string,
   variables: CallVariables,
   destination: (step: Step) => Target | null,
+  mobile: string | null = null,
 ): Promise<Call> {
   const src: CallSource = {
     userId: caller.id,
@@ -235,7 +240,17 @@ export async function dialFromPhone(
     src,
     variables,
   });
-  const leg = phoneLeg(step, call, phone, "originate", dialled);
+  const leg = mobile === null
+    ? phoneLeg(step, call, phone, "originate", dialled)
+    : newLeg(step, call, {
+      role: "originate",
+      name: EXTERNAL,
+      number: mobile,
+      userId: caller.id,
+      username: caller.username ?? "",
+      dn: phone.extension,
+      otherDN: dialled,
+    });
   call.origin = leg;
   const fail = (next: Step) => {
     call.noHistory = true;

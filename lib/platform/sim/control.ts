@@ -2,7 +2,7 @@
  * The simulator's control API (decisions §8): what each phone is doing, the calls in progress,
  * and the hand of a person on a phone (answer, reject, hang up, hold, resume).
  */
-import { type PhoneStatus, PlatformRefusal } from "../port.ts";
+import { type PhoneAction, type PhoneStatus, PlatformRefusal } from "../port.ts";
 import { answerLeg, hangupLeg, holdLeg, rejectLeg, resumeLeg } from "./calls.ts";
 import type { Directory, Phone } from "../directory.ts";
 import {
@@ -54,12 +54,15 @@ export interface PolicyChange {
 }
 
 /**
- * A leg as its phone shows it: the originate leg ringing and a calling party not yet answered are
- * `calling`; a leg up otherwise is `busy`.
+ * A leg as its phone shows it: the originate leg ringing on the caller's phone and a calling
+ * party not yet answered are `calling` (a user's mobile rung first by a dial from mobile rings as
+ * any outside leg); a leg up otherwise is `busy`.
  */
 function legPhoneState(leg: Leg): Exclude<PhoneState, "idle"> {
   if (leg.state === "on_hold") return "on_hold";
-  if (leg.state === "ringing") return leg.role === "originate" ? "calling" : "ringing";
+  if (leg.state === "ringing") {
+    return leg.role === "originate" && leg.lineId !== null ? "calling" : "ringing";
+  }
   return leg === leg.call.origin && !leg.call.established ? "calling" : "busy";
 }
 
@@ -135,8 +138,32 @@ function controlledPhone(dir: Directory, extension: string): Phone | null {
  * the held one), `hold` the up one of an established call, `resume` the held one; the oldest when
  * there are several. `no_call` when there is nothing to act on.
  */
-export async function act(step: Step, extension: string, action: SimAction): Promise<void> {
-  const legs = step.sim.legsOf(controlledPhone(step.dir, extension));
+export function act(step: Step, extension: string, action: SimAction): Promise<void> {
+  return actOn(step, controlledPhone(step.dir, extension), action);
+}
+
+/**
+ * What a user's CTI page asks of the user's own `phone` (the port's `phoneAction`), as the hand on
+ * the phone would do it: `hangup` of a call only ringing rejects it; `hold` of a phone whose
+ * established calls are all on hold resumes (a toggle).
+ */
+export function phoneAction(step: Step, phone: Phone, action: PhoneAction): Promise<void> {
+  const legs = step.sim.legsOf(phone);
+  const has = (state: LegState) => legs.some((leg) => leg.state === state);
+  const onlyRinging = has("ringing") && !has("up") && !has("on_hold");
+  const allHeld = has("on_hold") && !legs.some((leg) => leg.state === "up" && leg.call.established);
+  const simAction: SimAction = action === "hangup" && onlyRinging
+    ? "reject"
+    : action === "hold" && allHeld
+    ? "resume"
+    : action;
+  return actOn(step, phone, simAction);
+}
+
+/** {@link act} on `phone` (null: the outside network). */
+async function actOn(step: Step, phone: Phone | null, action: SimAction): Promise<void> {
+  const extension = phone?.extension ?? EXTERNAL;
+  const legs = step.sim.legsOf(phone);
   const find = (test: (leg: Leg) => boolean) => legs.find(test);
   const leg = action === "answer" || action === "reject"
     ? find((leg) => leg.state === "ringing")

@@ -14,6 +14,7 @@ import {
   type AgentPresence,
   type CallStarted,
   type CallVariables,
+  type PhoneAction,
   type PhoneStatus,
   type Platform,
   type PlatformEvent,
@@ -25,6 +26,7 @@ import { dialFromPhone, newCall, reachNumber } from "./calls.ts";
 import {
   act,
   callList,
+  phoneAction,
   phoneList,
   phoneStatus,
   type PolicyChange,
@@ -80,19 +82,7 @@ export class SimPlatform implements Platform {
     destination: string,
     variables: CallVariables,
   ): Promise<CallStarted> {
-    return this.#step(async (step) => {
-      const phone = step.dir.phoneOfUser(caller.id);
-      if (!phone) throw noLine(caller);
-      const call = await dialFromPhone(
-        step,
-        step.dir.users.get(caller.id) ?? caller,
-        phone,
-        destination,
-        variables,
-        (next) => next.dir.resolve(destination, phone.context),
-      );
-      return { linkedId: call.linkedId };
-    });
+    return this.#dialNumber(caller, destination, variables, null);
   }
 
   dialUser(
@@ -116,6 +106,42 @@ export class SimPlatform implements Platform {
           const now = next.dir.phoneOfUser(callee.id);
           return now ? { kind: "phone", phone: now } : null;
         },
+      );
+      return { linkedId: call.linkedId };
+    });
+  }
+
+  /**
+   * As {@link dialNumber}, the user's mobile (the `external` pseudo-phone, by its policy) rung
+   * first instead of the user's phone; the destination is dialled in the main line's context.
+   */
+  dialFromMobile(
+    caller: UserRecord,
+    mobile: string,
+    destination: string,
+    variables: CallVariables,
+  ): Promise<CallStarted> {
+    return this.#dialNumber(caller, destination, variables, mobile);
+  }
+
+  /** `destination` dialled in the context of the caller's phone, rung first (or its `mobile`). */
+  #dialNumber(
+    caller: UserRecord,
+    destination: string,
+    variables: CallVariables,
+    mobile: string | null,
+  ): Promise<CallStarted> {
+    return this.#step(async (step) => {
+      const phone = step.dir.phoneOfUser(caller.id);
+      if (!phone) throw noLine(caller);
+      const call = await dialFromPhone(
+        step,
+        step.dir.users.get(caller.id) ?? caller,
+        phone,
+        destination,
+        variables,
+        (next) => next.dir.resolve(destination, phone.context),
+        mobile,
       );
       return { linkedId: call.linkedId };
     });
@@ -166,6 +192,15 @@ export class SimPlatform implements Platform {
       call.toQueueId = current.id;
       await reachNumber(step, call, destination, current.context);
       return { linkedId: call.linkedId };
+    });
+  }
+
+  /** As the control API's actions on the user's own phone (control.ts `phoneAction`). */
+  phoneAction(user: UserRecord, action: PhoneAction): Promise<void> {
+    return this.#step((step) => {
+      const phone = step.dir.phoneOfUser(user.id);
+      if (!phone) throw noLine(user);
+      return phoneAction(step, phone, action);
     });
   }
 

@@ -70,6 +70,11 @@ export interface Leg extends TimerOwner {
   /** The user who gets this leg's phone events; null: nobody does. */
   userId: number | null;
   username: string;
+  /**
+   * The `DN` of this leg's phone events when it is not `name`: the user's extension for the user's
+   * mobile rung by a dial from mobile (an outside network leg standing for the user's phone).
+   */
+  dn: string | null;
   /** The other party's number as this leg's user sees it. */
   otherDN: string;
   state: LegState;

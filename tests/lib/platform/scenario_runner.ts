@@ -4,6 +4,7 @@
  * exactly the scenario's events (phone and agent, interleaved, in order) and history records.
  */
 import assert from "node:assert/strict";
+import type { AmiMessage } from "../../../lib/platform/asterisk/ami_message.ts";
 import type { CallStarted, PlatformEvent } from "../../../lib/platform/port.ts";
 import { setup, type TestContext } from "../../helpers.ts";
 import { type AmiReplayOptions, CLIENT_DRIVEN, startAmiReplay } from "../../peers/ami_replay.ts";
@@ -67,12 +68,13 @@ export async function onSimulator(scenario: Scenario): Promise<Outcome & { w: Wo
 export async function onAsterisk(
   scenario: Scenario,
   faults: Partial<AmiReplayOptions> = {},
-): Promise<Outcome & { w: World }> {
+): Promise<Outcome & { w: World; actions: AmiMessage[] }> {
   const replay = await startAmiReplay({
     connections: [scenario.transcript],
     auto: (action, index) =>
-      scenario.autoSends?.includes(index) ||
-      !CLIENT_DRIVEN.has((action.get("Action") ?? "").toLowerCase()),
+      !scenario.clientSends?.includes(index) &&
+      (scenario.autoSends?.includes(index) ||
+        !CLIENT_DRIVEN.has((action.get("Action") ?? "").toLowerCase())),
     ...faults,
   });
   const t = await asteriskContext(replay.port);
@@ -88,7 +90,7 @@ export async function onAsterisk(
       await replay.waiting();
       await t.platform.settled();
     }
-    return { events, started, w: t.w };
+    return { events, started, w: t.w, actions: replay.actions };
   } finally {
     await t.close();
     await replay.close();

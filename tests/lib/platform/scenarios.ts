@@ -54,6 +54,8 @@ export interface Scenario {
   transcript: string;
   /** Recorded sends the replay plays by itself beyond the usual ones (index among sends). */
   autoSends?: number[];
+  /** Recorded sends svc sends itself beyond the usual ones, e.g. a `Hangup` (index among sends). */
+  clientSends?: number[];
   /** Phones whose policy is not `manual` on the simulator. */
   policies?: Record<string, "auto" | "manual" | "busy" | "unavailable">;
   /** Dial variables, reported as `USR_`. */
@@ -90,6 +92,34 @@ const FORWARDED_AFTER_RINGING: Pick<Scenario, "events" | "history"> = {
     ["alice", "emitted", "alice", "carol", "1001", "1002", true],
     ["bob", "missed", "alice", "bob", "1001", "1002", false],
     ["carol", "answered", "alice", "carol", "1001", "1003", true],
+  ],
+};
+
+/** alice calls an outside number, which answers; alice hangs up. */
+const OUTSIDE_NUMBER_ANSWERED: Pick<Scenario, "events" | "history"> = {
+  events: [
+    ["alice", "EventDialing", "1001", "0612345678", 1, 1],
+    ["alice", "EventEstablished", "1001", "0612345678", 1, 1],
+    ["alice", "EventReleased", "1001", "0612345678", 1, 1],
+  ],
+  history: [["alice", "emitted", "alice", "", "1001", "0612345678", true]],
+};
+
+/** alice calls bob, both answer; alice holds and resumes, then hangs up. */
+const HELD_AND_RESUMED: Pick<Scenario, "events" | "history"> = {
+  events: [
+    ["alice", "EventDialing", "1001", "1002", 1, 1],
+    ["bob", "EventRinging", "1002", "1001", 1, 2],
+    ["alice", "EventEstablished", "1001", "1002", 1, 1],
+    ["bob", "EventEstablished", "1002", "1001", 1, 2],
+    ["alice", "EventOnHold", "1001", "1002", 1, 1],
+    ["alice", "EventEstablished", "1001", "1002", 1, 1],
+    ["alice", "EventReleased", "1001", "1002", 1, 1],
+    ["bob", "EventReleased", "1002", "1001", 1, 2],
+  ],
+  history: [
+    ["alice", "emitted", "alice", "bob", "1001", "1002", true],
+    ["bob", "answered", "alice", "bob", "1001", "1002", true],
   ],
 };
 
@@ -132,12 +162,25 @@ export const SCENARIOS: Scenario[] = [
         await sim.act("1001", "hangup");
       },
     }],
-    events: [
-      ["alice", "EventDialing", "1001", "0612345678", 1, 1],
-      ["alice", "EventEstablished", "1001", "0612345678", 1, 1],
-      ["alice", "EventReleased", "1001", "0612345678", 1, 1],
+    ...OUTSIDE_NUMBER_ANSWERED,
+  },
+  {
+    name: "dial number: an outside number answers, the caller hangs up through svc",
+    transcript: "03-dial-outside-number",
+    clientSends: [2], // the recorded Hangup of alice's channel
+    variables: crm,
+    policies: { external: "manual" },
+    steps: [
+      {
+        command: aliceDials("0612345678"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("external", "answer");
+        },
+      },
+      { command: (w) => w.services.platform.phoneAction(w.alice, "hangup") },
     ],
-    history: [["alice", "emitted", "alice", "", "1001", "0612345678", true]],
+    ...OUTSIDE_NUMBER_ANSWERED,
   },
   {
     name: "the caller's own phone does not answer, then rejects: EventFailure, no history",
@@ -451,19 +494,25 @@ export const SCENARIOS: Scenario[] = [
         await sim.act("1001", "hangup");
       },
     }],
-    events: [
-      ["alice", "EventDialing", "1001", "1002", 1, 1],
-      ["bob", "EventRinging", "1002", "1001", 1, 2],
-      ["alice", "EventEstablished", "1001", "1002", 1, 1],
-      ["bob", "EventEstablished", "1002", "1001", 1, 2],
-      ["alice", "EventOnHold", "1001", "1002", 1, 1],
-      ["alice", "EventEstablished", "1001", "1002", 1, 1],
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ...HELD_AND_RESUMED,
+  },
+  {
+    name: "hold and resume by the caller, who then hangs up through svc",
+    transcript: "16-hold",
+    clientSends: [2], // the recorded Hangup of alice's channel (bob's phone is left alone)
+    variables: crm,
+    steps: [
+      {
+        command: aliceDials("1002"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("1002", "answer");
+          await sim.act("1001", "hold");
+          await sim.act("1001", "resume");
+        },
+      },
+      { command: (w) => w.services.platform.phoneAction(w.alice, "hangup") },
     ],
-    history: [
-      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
-      ["bob", "answered", "alice", "bob", "1001", "1002", true],
-    ],
+    ...HELD_AND_RESUMED,
   },
 ];

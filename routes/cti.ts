@@ -1,0 +1,85 @@
+/**
+ * `GET /cti?token=<jwt>` (token also read from `Authorization`/`X-Auth-Token`): the live CTI
+ * channel of the xuc JavaScript API (docs/cti.md), for CTI users only. Everything is checked
+ * before the upgrade, so a refusal is a plain HTTP answer in the 2.0 error form: no or a bad token
+ * 401 (with the token error's code: `InvalidToken`, `TokenExpired`, …), a web service user's token
+ * 403 `Forbidden`, more sockets than `SVC_CTI_MAX_PER_USER` 429 `TooManyConnections`, a request
+ * that is no WebSocket upgrade 426 `UpgradeRequired`, a broken handshake 400 `BadRequest`.
+ */
+import { type Context, Hono } from "hono";
+import { agentOfUser } from "../lib/agent_control.ts";
+import { readToken } from "../lib/auth/guard.ts";
+import { CtiSession } from "../lib/cti/hub.ts";
+import { ApiError } from "../lib/errors.ts";
+import type { AppEnv } from "../lib/http.ts";
+import type { Services } from "../lib/services.ts";
+import { getUser } from "../lib/store/users.ts";
+import { handleMessage } from "./cti_commands.ts";
+
+/** How long a socket may stay silent before Deno's ping frames find it dead (seconds). */
+const IDLE_TIMEOUT_S = 30;
+
+/** The token of the query, else of the headers; every token error is a 401 here. */
+async function identityOf(services: Services, c: Context<AppEnv>) {
+  try {
+    const token = c.req.query("token") || readToken(c);
+    return { identity: await services.tokens.verify(token), token };
+  } catch (error) {
+    if (error instanceof ApiError) throw new ApiError(401, error.code, error.message);
+    throw error;
+  }
+}
+
+export function ctiRoutes(services: Services): Hono<AppEnv> {
+  const { store, tokens, cti, config } = services;
+  return new Hono<AppEnv>().get("/cti", async (c) => {
+    const { identity, token } = await identityOf(services, c);
+    if (identity.userType !== "cti") {
+      throw new ApiError(403, "Forbidden", "the CTI socket is for CTI users");
+    }
+    const user = await getUser(store, Number(identity.userId));
+    if (!user) throw new ApiError(401, "UserNotFound", "the token's user no longer exists");
+    if (c.req.header("upgrade")?.toLowerCase() !== "websocket") {
+      throw new ApiError(426, "UpgradeRequired", "open this route as a WebSocket");
+    }
+    if (cti.count(user.username ?? "") >= config.ctiMaxPerUser) {
+      throw new ApiError(
+        429,
+        "TooManyConnections",
+        `user ${user.username} holds ${config.ctiMaxPerUser} CTI sockets already`,
+      );
+    }
+    const expiresAt = await tokens.expiry(token);
+    let upgraded: { socket: WebSocket; response: Response };
+    try {
+      upgraded = Deno.upgradeWebSocket(c.req.raw, { idleTimeout: IDLE_TIMEOUT_S });
+    } catch (error) {
+      // an Upgrade header without the rest of the handshake (no key, another version…)
+      throw new ApiError(
+        400,
+        "BadRequest",
+        `not a WebSocket handshake: ${(error as Error).message}`,
+      );
+    }
+    const { socket, response } = upgraded;
+    const session = new CtiSession(socket, identity, user, expiresAt, config.ctiSendBuffer);
+    // messages arriving before the greeting is sent wait for it, in order
+    let ready: Promise<unknown> = new Promise<void>((resolve) => {
+      socket.onopen = async () => {
+        try {
+          await cti.open(session, (await agentOfUser(services, user))?.id ?? null);
+        } catch (error) {
+          services.logger.error("CTI socket could not open", { error: String(error) });
+          session.close(1011, "the server could not read the user's state");
+        }
+        resolve();
+      };
+    });
+    socket.onmessage = (event) => {
+      ready = ready.then(() => handleMessage(services, session, event.data));
+    };
+    socket.onclose = () => cti.detach(session);
+    socket.onerror = () => {}; // a reset connection; onclose follows
+    return response;
+  });
+}

@@ -1,0 +1,285 @@
+/**
+ * The commands a client sends on the CTI socket (docs/cti.md), each through the same code and the
+ * same ACL as its REST route, for the socket's own user: `dial` is `POST /dial/number/{me}`
+ * (ACL `svc.rest.dial.number.{me}.create`), `dnd` is `POST /dnd/{me}`, the forwards are
+ * `POST /forward/{kind}/{me}`, the agent commands are the agent daemon's `/users/me/agents/…`.
+ * What `alias.ctiuser` grants a CTI user on the socket is {@link ctiChannelAcls}; a token may still
+ * deny any of it (`!svc.rest.dnd.#`).
+ *
+ * A command that fails answers one `Error` message naming it; the socket stays open.
+ */
+import { agentOfUser, agentStatuses } from "../lib/agent_control.ts";
+import { CTI_USER_ALIAS, isAllowed } from "../lib/auth/acl.ts";
+import { fillAcl } from "../lib/auth/guard.ts";
+import { changeDnd, changeForward } from "../lib/control.ts";
+import type { CtiSession } from "../lib/cti/hub.ts";
+import {
+  type Command,
+  type CommandName,
+  commandSchemas,
+  ctiError,
+  type CtiMessage,
+  envelopeSchema,
+  isCommandName,
+  PONG,
+  userConfig,
+} from "../lib/cti/messages.ts";
+import { dialOf, readyToDial } from "../lib/dial.ts";
+import { ApiError, PlatformUnavailable, Unreachable } from "../lib/errors.ts";
+import { checkBody } from "../lib/http.ts";
+import { type PhoneAction, PlatformRefusal } from "../lib/platform/port.ts";
+import type { Services } from "../lib/services.ts";
+import { listAgents } from "../lib/store/agents.ts";
+import { getExtension } from "../lib/store/extensions.ts";
+import { getLine } from "../lib/store/lines.ts";
+import { getUser, type UserRecord } from "../lib/store/users.ts";
+
+/** The longest message a client may send (characters). */
+export const MAX_MESSAGE = 65_536;
+
+/** The ACL each command needs, `{username}` being the socket's user; null: none. */
+const COMMAND_ACLS: Record<CommandName, string | null> = {
+  dial: "svc.rest.dial.number.{username}.create",
+  dialFromMobile: "svc.rest.dial.number.{username}.create",
+  dialFromQueue: "svc.rest.dial.fromqueue.create",
+  hangup: "svc.cti.phone.hangup.create",
+  answer: "svc.cti.phone.answer.create",
+  hold: "svc.cti.phone.hold.create",
+  dnd: "svc.rest.dnd.{username}.create",
+  uncFwd: "svc.rest.forward.unconditional.{username}.create",
+  naFwd: "svc.rest.forward.noanswer.{username}.create",
+  busyFwd: "svc.rest.forward.busy.{username}.create",
+  agentLogin: "agentd.users.me.agents.login.create",
+  agentLogout: "agentd.users.me.agents.logoff.create",
+  pauseAgent: "agentd.users.me.agents.pause.create",
+  unpauseAgent: "agentd.users.me.agents.unpause.create",
+  getConfig: null,
+  getAgentStates: null,
+  subscribeToAgentEvents: null,
+};
+
+/** What `alias.ctiuser` grants on the socket: the commands on the user's own phone and agent. */
+export function ctiChannelAcls(username: string): string[] {
+  return Object.entries(COMMAND_ACLS)
+    .filter(([name, acl]) => acl !== null && name !== "dialFromQueue")
+    .map(([, acl]) => fillAcl(acl!, { username }));
+}
+
+/** The socket user's grants: the token's, plus the channel's for a CTI user. */
+function grantsOf(session: CtiSession): readonly string[] {
+  const { acls } = session.identity;
+  return acls.includes(CTI_USER_ALIAS) ? [...acls, ...ctiChannelAcls(session.username)] : acls;
+}
+
+/** Reads one message of the client and runs it; everything that goes wrong is an `Error` message. */
+export async function handleMessage(
+  services: Services,
+  session: CtiSession,
+  data: unknown,
+): Promise<void> {
+  let command: string | undefined;
+  try {
+    if (typeof data !== "string") throw new ApiError(400, "BadRequest", "messages are JSON text");
+    if (data.length > MAX_MESSAGE) {
+      throw new ApiError(400, "BadRequest", `message longer than ${MAX_MESSAGE} characters`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      throw new ApiError(400, "BadRequest", "the message is not valid JSON");
+    }
+    const envelope = envelopeSchema.safeParse(parsed);
+    if (!envelope.success) {
+      throw new ApiError(400, "BadRequest", "a message is a JSON object with a string claz");
+    }
+    const { claz, command: name, ...fields } = envelope.data;
+    command = name;
+    if (claz === "ping") return session.send(PONG);
+    if (claz !== "web") {
+      throw new ApiError(400, "BadRequest", `unknown claz ${JSON.stringify(claz)}`);
+    }
+    if (name === undefined) throw new ApiError(400, "BadRequest", "a web message names a command");
+    if (!isCommandName(name)) {
+      throw new ApiError(400, "UnknownCommand", `unknown command ${JSON.stringify(name)}`);
+    }
+    const acl = COMMAND_ACLS[name];
+    if (acl !== null) {
+      const required = fillAcl(acl, { username: session.username });
+      if (!isAllowed(grantsOf(session), required, session.identity.userId)) {
+        throw new ApiError(403, "Forbidden", `missing ACL ${required}`);
+      }
+    }
+    // the user as it is now: services, lines and agent may have changed since the socket opened
+    const user = await getUser(services.store, session.user.id);
+    if (!user) throw new ApiError(400, "UserNotFound", "the socket's user no longer exists");
+    session.user = user;
+    await run(services, session, name, fields);
+  } catch (error) {
+    session.send(errorMessage(services, error, command));
+  }
+}
+
+function errorMessage(services: Services, error: unknown, command?: string): CtiMessage {
+  if (error instanceof ApiError) return ctiError(error.code, error.message, command);
+  if (error instanceof PlatformRefusal) return ctiError(refusalCode(error), error.message, command);
+  if (error instanceof Unreachable) return ctiError("Unreachable", error.message, command);
+  services.logger.error("CTI command failed", { command, error: String(error) });
+  return ctiError("NotHandledError", "unexpected error", command);
+}
+
+const REFUSAL_CODES: Record<string, string> = {
+  no_call: "NoCall",
+  no_line: "NoLine",
+  not_supported: "NotSupported",
+  already_logged: "AlreadyLogged",
+  not_logged: "NotLogged",
+};
+
+const refusalCode = (refusal: PlatformRefusal) => REFUSAL_CODES[refusal.reason] ?? "BadRequest";
+
+/** Runs one checked command. */
+async function run(
+  services: Services,
+  session: CtiSession,
+  name: CommandName,
+  raw: Record<string, unknown>,
+): Promise<void> {
+  const fields = <N extends CommandName>(command: N): Command<N> =>
+    checkBody(commandSchemas[command], raw, "BadRequest") as Command<N>;
+  const user = session.user;
+  switch (name) {
+    case "dial": {
+      const dial = dialOf.number(raw);
+      await readyToDial(services, user);
+      await dial(services, user);
+      return;
+    }
+    case "dialFromMobile": {
+      const dial = dialOf.fromMobile(raw);
+      await readyToDial(services, user);
+      await dial(services, user);
+      return;
+    }
+    case "dialFromQueue": {
+      const dial = dialOf.fromQueue(raw);
+      await readyToDial(services, user);
+      await dial(services, user);
+      return;
+    }
+    case "hangup":
+    case "answer":
+    case "hold":
+      return await phoneAction(services, user, name);
+    case "dnd":
+      return await changeDnd(services, user, fields("dnd").state);
+    case "uncFwd":
+    case "naFwd":
+    case "busyFwd": {
+      const { state, destination } = fields(name);
+      const kind = ({ uncFwd: "unconditional", naFwd: "noanswer", busyFwd: "busy" } as const)[name];
+      return await changeForward(services, user, kind, { enabled: state, destination });
+    }
+    case "agentLogin": {
+      const { agentphonenumber, agentid } = fields("agentLogin");
+      const agent = await ownAgent(services, user, agentid);
+      if ((await services.platform.agentPresence(agent.id)).logged) {
+        throw new ApiError(409, "AlreadyLogged", `agent ${agent.number} is already logged`);
+      }
+      const { exten, context } = await loginExtension(services, user, agentphonenumber);
+      await services.platform.agentLogin(agent, exten, context);
+      session.agentId = agent.id;
+      return;
+    }
+    case "agentLogout":
+      return await services.platform.agentLogout(
+        (await ownAgent(services, user, fields("agentLogout").agentid)).id,
+      );
+    case "pauseAgent": {
+      const { agentid, reason } = fields("pauseAgent");
+      const agent = await ownAgent(services, user, agentid);
+      return await services.platform.agentPause(agent.id, reason?.trim() || null);
+    }
+    case "unpauseAgent":
+      return await services.platform.agentUnpause(
+        (await ownAgent(services, user, fields("unpauseAgent").agentid)).id,
+      );
+    case "getConfig": {
+      const { objectType } = fields("getConfig");
+      if (objectType !== undefined && objectType !== "user") {
+        throw new ApiError(400, "BadRequest", `unknown objectType ${JSON.stringify(objectType)}`);
+      }
+      return session.send(userConfig(user));
+    }
+    case "getAgentStates":
+      return await sendAgentStates(services, session);
+    case "subscribeToAgentEvents":
+      session.allAgents = mayReadAgents(session);
+      return;
+  }
+}
+
+/** Whether the token may see every agent, as `GET /agents` needs. */
+const mayReadAgents = (session: CtiSession) =>
+  isAllowed(session.identity.acls, "agentd.agents.read", session.identity.userId);
+
+/**
+ * One `AgentStateEvent` per agent the user may see: every agent with `agentd.agents.read`, else
+ * the user's own.
+ */
+async function sendAgentStates(services: Services, session: CtiSession): Promise<void> {
+  const agents = mayReadAgents(session)
+    ? await listAgents(services.store)
+    : [await agentOfUser(services, session.user)].filter((agent) => agent !== null);
+  for (const status of await agentStatuses(services, agents)) {
+    session.send({
+      msgType: "AgentStateEvent",
+      ctiMessage: {
+        name: status.state,
+        agentId: status.id,
+        agentNumber: status.number,
+        phoneNb: status.extension ?? "",
+        queues: status.queues.map((queue) => queue.id),
+      },
+    });
+  }
+}
+
+/** The user's own agent; another agent's id is refused. */
+async function ownAgent(services: Services, user: UserRecord, agentId: number | undefined) {
+  const agent = await agentOfUser(services, user);
+  if (!agent) throw new ApiError(404, "AgentNotFound", `user ${user.username} has no agent`);
+  if (agentId !== undefined && agentId !== agent.id) {
+    throw new ApiError(403, "Forbidden", `agent ${agentId} is not the user's agent`);
+  }
+  return agent;
+}
+
+/**
+ * Where the agent logs in: the extension `number` of one of the user's lines, or the main line's
+ * first extension when none is given. A number that is none of the user's lines is refused.
+ */
+async function loginExtension(services: Services, user: UserRecord, number: string | undefined) {
+  for (const lineId of user.line_ids) {
+    const line = await getLine(services.store, lineId);
+    for (const extensionId of line?.extension_ids ?? []) {
+      const extension = await getExtension(services.store, extensionId);
+      if (extension && (number === undefined || extension.exten === number)) return extension;
+    }
+    if (number === undefined) break;
+  }
+  throw new ApiError(
+    400,
+    "BadRequest",
+    number === undefined
+      ? `user ${user.username} has no line`
+      : `${number} is not a line of user ${user.username}`,
+  );
+}
+
+async function phoneAction(services: Services, user: UserRecord, action: PhoneAction) {
+  if (!services.platform.reachable()) {
+    throw new PlatformUnavailable("the PBX is unreachable");
+  }
+  await services.platform.phoneAction(user, action);
+}

@@ -1,0 +1,324 @@
+/**
+ * End-to-end CTI channel in a real browser (docs/cti.md): the demo server (fast simulated phones)
+ * with `SVC_CORS_ORIGINS` naming a page's origin, and headless Chromium (Debian's `chromium`)
+ * driven over the DevTools protocol. The page, served from another origin on 127.0.0.1, signs alice
+ * in with `fetch`, opens `/svc/api/2.0/cti` as a WebSocket, pings, dials bob (1002) and records what
+ * it receives; the test reads that record through `Runtime.evaluate`. Alice's own phone must go
+ * `EventDialing`, `EventEstablished`, `EventReleased`, after the greeting (`LoggedOn`, ...).
+ */
+import assert from "node:assert/strict";
+import { ensureDebianPackages } from "../peers/debian.ts";
+import { readLines } from "../peers/process.ts";
+import { startServer, withTempDir } from "./server.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+/** How long the page may take from its first request to alice's hangup. */
+const PAGE_BUDGET_MS = 20_000;
+
+/** The page's script: `window.finished` resolves to what the page saw (see {@link Seen}). */
+function pageScript(svcUrl: string): string {
+  return `
+const svc = ${JSON.stringify(svcUrl)};
+const seen = { login: null, messages: [], loggedOn: null, phoneEvents: [], errors: [], close: null };
+window.finished = (async () => {
+  const response = await fetch(svc + "/svc/api/2.0/auth/login", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ login: "alice", password: "alice-demo" }),
+  });
+  const { token } = await response.json();
+  seen.login = response.status;
+  const url = svc.replace(/^http/, "ws") + "/svc/api/2.0/cti?token=" + encodeURIComponent(token);
+  const socket = new WebSocket(url);
+  const send = (message) => socket.send(JSON.stringify(message));
+  await new Promise((resolve) => {
+    const timer = setTimeout(() => { seen.close = "page timeout"; resolve(); }, ${PAGE_BUDGET_MS});
+    socket.onmessage = (event) => {
+      const { msgType, ctiMessage } = JSON.parse(event.data);
+      seen.messages.push(msgType);
+      if (msgType === "LoggedOn") {
+        seen.loggedOn = ctiMessage;
+        send({ claz: "ping" });
+        send({ claz: "web", command: "dial", destination: "1002" });
+      } else if (msgType === "Error") {
+        seen.errors.push(ctiMessage);
+      } else if (msgType === "PhoneEvent") {
+        const { eventType, DN, otherDN } = ctiMessage;
+        seen.phoneEvents.push({ eventType, DN, otherDN });
+        if (eventType === "EventReleased" && DN === seen.loggedOn?.phoneNumber) {
+          clearTimeout(timer);
+          seen.close = "by the page";
+          socket.close(1000, "done");
+          resolve();
+        }
+      }
+    };
+    socket.onclose = (event) => {
+      clearTimeout(timer);
+      seen.close ??= { code: event.code, reason: event.reason };
+      resolve();
+    };
+  });
+  return seen;
+})();
+`;
+}
+
+/** What the page recorded. */
+interface Seen {
+  login: number | null;
+  messages: string[];
+  loggedOn: { userId: number; username: string; phoneNumber: string } | null;
+  phoneEvents: { eventType: string; DN: string; otherDN: string }[];
+  errors: unknown[];
+  close: unknown;
+}
+
+const page = (script: string) =>
+  `<!doctype html>
+<html><head><meta charset="utf-8"><title>svc CTI</title></head>
+<body><script type="module">${script}</script></body></html>`;
+
+/** Serves `html()` at `/` on 127.0.0.1, on a port of its own. */
+function servePage(html: () => string) {
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    if (new URL(request.url).pathname !== "/") return new Response("not found", { status: 404 });
+    return new Response(html(), { headers: { "Content-Type": "text/html; charset=utf-8" } });
+  });
+}
+
+/** A minimal DevTools protocol client over the browser's WebSocket. */
+class DevTools {
+  #nextId = 1;
+  #pending = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void }>();
+  /** Console lines and uncaught exceptions of the page, for failure messages. */
+  readonly pageLog: string[] = [];
+
+  private constructor(private readonly socket: WebSocket) {
+    socket.onmessage = (event) => {
+      const message = JSON.parse(event.data);
+      if (message.id !== undefined) {
+        const waiting = this.#pending.get(message.id);
+        this.#pending.delete(message.id);
+        if (message.error) waiting?.reject(new Error(JSON.stringify(message.error)));
+        else waiting?.resolve(message.result);
+      } else if (message.method === "Runtime.consoleAPICalled") {
+        const args = message.params.args.map((arg: { value?: unknown; description?: string }) =>
+          arg.value ?? arg.description
+        );
+        this.pageLog.push(`console.${message.params.type}: ${args.join(" ")}`);
+      } else if (message.method === "Runtime.exceptionThrown") {
+        const details = message.params.exceptionDetails;
+        this.pageLog.push(`exception: ${details.exception?.description ?? details.text}`);
+      }
+    };
+    socket.onclose = () => {
+      for (const waiting of this.#pending.values()) waiting.reject(new Error("DevTools closed"));
+      this.#pending.clear();
+    };
+  }
+
+  static async connect(url: string): Promise<DevTools> {
+    const socket = new WebSocket(url);
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve;
+      socket.onerror = () => reject(new Error(`cannot reach DevTools at ${url}`));
+    });
+    return new DevTools(socket);
+  }
+
+  // deno-lint-ignore no-explicit-any
+  send(method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<any> {
+    const id = this.#nextId++;
+    const { promise, resolve, reject } = Promise.withResolvers<unknown>();
+    this.#pending.set(id, { resolve, reject });
+    this.socket.send(JSON.stringify({ id, method, params, sessionId }));
+    return promise;
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}
+
+/** The processes still running (zombies aside) of the group `pgid` or naming `dir`. */
+async function leftOver(pgid: number, dir: string): Promise<number[]> {
+  const found: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    let stat: string, commandLine: string;
+    try {
+      stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
+      commandLine = await Deno.readTextFile(`/proc/${entry.name}/cmdline`);
+    } catch {
+      continue; // gone meanwhile
+    }
+    const [state, , group] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (state === "Z") continue;
+    if (Number(group) === pgid || commandLine.includes(dir)) found.push(Number(entry.name));
+  }
+  return found;
+}
+
+function kill(pid: number): void {
+  try {
+    Deno.kill(pid, "SIGKILL");
+  } catch {
+    // gone already
+  }
+}
+
+/**
+ * Runs headless Chromium with the DevTools protocol on a loopback port, in a process group of its
+ * own (`setsid`) with a temporary home, hands `use` a client connected to it, and afterwards kills
+ * the group and every process naming that home, waiting until none is left.
+ */
+async function withChromium<T>(use: (devtools: DevTools) => Promise<T>): Promise<T> {
+  const home = await Deno.makeTempDir({ prefix: "svc-chromium-" });
+  const child = new Deno.Command("setsid", {
+    args: [
+      CHROMIUM,
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--remote-debugging-address=127.0.0.1",
+      "--remote-debugging-port=0",
+      `--user-data-dir=${home}/profile`,
+      "about:blank",
+    ],
+    env: { HOME: home, XDG_CONFIG_HOME: `${home}/config`, XDG_CACHE_HOME: `${home}/cache` },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const pgid = child.pid; // setsid runs chromium in place: the group is chromium's pid
+  const stderr: string[] = [];
+  const { promise: listening, resolve } = Promise.withResolvers<string | null>();
+  const reading = readLines(child.stderr, (line) => {
+    stderr.push(line);
+    const url = /DevTools listening on (ws:\/\/\S+)/.exec(line)?.[1];
+    if (url) resolve(url);
+  }).finally(() => resolve(null));
+  const timer = setTimeout(() => resolve(null), 15_000);
+  let devtools: DevTools | null = null;
+  try {
+    const url = await listening;
+    clearTimeout(timer);
+    if (url === null) throw new Error(`chromium gave no DevTools address:\n${stderr.join("\n")}`);
+    devtools = await DevTools.connect(url);
+    return await use(devtools);
+  } finally {
+    clearTimeout(timer);
+    devtools?.close();
+    await reap(pgid, home);
+    await child.status;
+    await reading;
+  }
+}
+
+/** Kills what is left of Chromium's processes (see {@link leftOver}), waits until none is. */
+async function reap(pgid: number, home: string): Promise<void> {
+  for (let tries = 0;; tries++) {
+    const left = await leftOver(pgid, home);
+    if (left.length === 0) break;
+    if (tries === 50) throw new Error(`chromium processes left: ${left.join(", ")}`);
+    kill(-pgid);
+    for (const pid of left) kill(pid);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await Deno.remove(home, { recursive: true });
+}
+
+/** Opens `url` in a new tab and answers the value `window.finished` resolves to. */
+async function runPage(devtools: DevTools, url: string): Promise<Seen> {
+  const { targetId } = await devtools.send("Target.createTarget", { url: "about:blank" });
+  const { sessionId } = await devtools.send("Target.attachToTarget", { targetId, flatten: true });
+  await devtools.send("Runtime.enable", {}, sessionId);
+  await devtools.send("Page.enable", {}, sessionId);
+  await devtools.send("Page.navigate", { url }, sessionId);
+  // the module script sets `window.finished` once it runs: wait for it, then for its end
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const probe = await devtools.send("Runtime.evaluate", {
+      expression: "typeof window.finished",
+      returnByValue: true,
+    }, sessionId);
+    if (probe.result?.value === "object") break;
+    if (performance.now() > deadline) {
+      throw new Error(`the page did not start:\n${devtools.pageLog.join("\n")}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const answer = await devtools.send("Runtime.evaluate", {
+    expression: "window.finished",
+    awaitPromise: true,
+    returnByValue: true,
+    timeout: PAGE_BUDGET_MS + 5_000,
+  }, sessionId);
+  if (answer.exceptionDetails) {
+    throw new Error(
+      `the page failed: ${JSON.stringify(answer.exceptionDetails)}\n${devtools.pageLog.join("\n")}`,
+    );
+  }
+  return answer.result.value as Seen;
+}
+
+Deno.test({
+  name: "a browser page signs alice in, opens the CTI socket and sees her call go through",
+  async fn() {
+    await ensureDebianPackages(["chromium"]);
+    let svcUrl = "";
+    const pageServer = servePage(() => page(pageScript(svcUrl)));
+    const pageOrigin = `http://127.0.0.1:${pageServer.addr.port}`;
+    try {
+      await withTempDir(async (dir) => {
+        const server = await startServer({
+          SVC_KV: `${dir}/svc.kv`,
+          SVC_DEMO: "true",
+          SVC_SIM_ANSWER_MS: "200",
+          SVC_SIM_TALK_MS: "500",
+          SVC_CORS_ORIGINS: pageOrigin,
+        });
+        try {
+          svcUrl = server.baseUrl;
+          const seen = await withChromium((devtools) => runPage(devtools, `${pageOrigin}/`));
+          const shown = JSON.stringify(seen);
+          assert.equal(seen.login, 200, shown);
+          assert.deepEqual(seen.errors, [], shown);
+          assert.equal(seen.messages[0], "LoggedOn", shown);
+          assert.deepEqual(
+            { username: seen.loggedOn?.username, phoneNumber: seen.loggedOn?.phoneNumber },
+            { username: "alice", phoneNumber: "1001" },
+          );
+          // the greeting: the configuration and the own phone's status come before any event
+          assert.deepEqual(seen.messages.slice(1, 3), ["UserConfigUpdate", "PhoneStatusUpdate"]);
+          assert.ok(seen.messages.includes("Pong"), shown);
+          const own = seen.phoneEvents.filter((event) => event.DN === "1001");
+          assert.deepEqual(
+            own.map((event) => event.eventType),
+            ["EventDialing", "EventEstablished", "EventReleased"],
+            shown,
+          );
+          for (const event of own) assert.equal(event.otherDN, "1002");
+          assert.equal(seen.close, "by the page", shown); // not closed by the server
+
+          // what reached the server: the login's preflight and the upgrade
+          const requests = server.stderrLines.filter((line) => line.startsWith("{"))
+            .map((line) => JSON.parse(line)).filter((line) => line.msg === "request")
+            .map((r) => `${r.method} ${r.path} ${r.status}`);
+          assert.ok(requests.includes("OPTIONS /svc/api/2.0/auth/login 204"), requests.join("\n"));
+          assert.ok(requests.includes("GET /svc/api/2.0/cti 101"), requests.join("\n"));
+        } finally {
+          await server.stop();
+        }
+      });
+    } finally {
+      await pageServer.shutdown();
+    }
+  },
+});

@@ -1,0 +1,538 @@
+/**
+ * The CTI socket (`GET /svc/api/2.0/cti`, docs/cti.md) over a real HTTP server on loopback and
+ * Deno's own WebSocket client: refusals before the upgrade, the greeting, every command, errors
+ * that leave the socket open, token expiry, the per-user cap and a slow reader.
+ */
+import assert from "node:assert/strict";
+import { createAgent } from "../../lib/store/agents.ts";
+import { createContact } from "../../lib/store/contacts.ts";
+import { linkUserAgent } from "../../lib/store/user_agents.ts";
+import {
+  bearer,
+  type Confd,
+  confd,
+  login,
+  postJson,
+  setup,
+  type TestContext,
+  webServiceUser,
+} from "../helpers.ts";
+
+const V2 = "/svc/api/2.0";
+
+interface Message {
+  msgType: string;
+  ctiMessage: Record<string, unknown>;
+}
+
+/** A WebSocket client keeping every message, with a way to wait for the next matching one. */
+class Client {
+  readonly messages: Message[] = [];
+  #read = 0;
+  #waiters: (() => void)[] = [];
+  closed: Promise<CloseEvent>;
+
+  constructor(readonly socket: WebSocket) {
+    socket.onmessage = (event) => {
+      this.messages.push(JSON.parse(event.data));
+      for (const wake of this.#waiters.splice(0)) wake();
+    };
+    this.closed = new Promise((resolve) => {
+      socket.addEventListener("close", (event) => {
+        resolve(event);
+        for (const wake of this.#waiters.splice(0)) wake();
+      });
+    });
+  }
+
+  /** The next message (after those already taken) matching `test`, within 5 s. */
+  async next(test: (message: Message) => boolean, what: string): Promise<Message> {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      while (this.#read < this.messages.length) {
+        const message = this.messages[this.#read++]!;
+        if (test(message)) return message;
+      }
+      if (Date.now() > deadline || this.socket.readyState > 1) {
+        throw new Error(`no ${what}; got ${JSON.stringify(this.messages.slice(-5))}`);
+      }
+      await new Promise<void>((resolve) => {
+        this.#waiters.push(resolve);
+        setTimeout(resolve, 50);
+      });
+    }
+  }
+
+  type = (msgType: string) => this.next((message) => message.msgType === msgType, msgType);
+
+  send(message: unknown): void {
+    this.socket.send(typeof message === "string" ? message : JSON.stringify(message));
+  }
+
+  web(command: string, fields: Record<string, unknown> = {}): void {
+    this.send({ claz: "web", command, ...fields });
+  }
+}
+
+interface Fixture {
+  ctx: TestContext;
+  api: Confd;
+  base: string;
+  server: Deno.HttpServer<Deno.NetAddr>;
+  clients: Client[];
+  /** Opens a socket with `token` and waits for the greeting's `LoggedOn`. */
+  open(token: string): Promise<Client>;
+  close(): Promise<void>;
+}
+
+async function fixture(env: Record<string, string> = {}): Promise<Fixture> {
+  const ctx = await setup(env);
+  const api = await confd(ctx);
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, ctx.app.fetch);
+  const base = `127.0.0.1:${server.addr.port}`;
+  const clients: Client[] = [];
+  return {
+    ctx,
+    api,
+    base,
+    server,
+    clients,
+    async open(token) {
+      const client = new Client(new WebSocket(`ws://${base}${V2}/cti?token=${token}`));
+      clients.push(client);
+      await client.type("LoggedOn");
+      return client;
+    },
+    async close() {
+      for (const client of clients) client.socket.close();
+      await Promise.all(clients.map((client) => client.closed));
+      ctx.services.cti.close();
+      await ctx.services.platform.close();
+      await server.shutdown();
+      ctx.services.store.close();
+    },
+  };
+}
+
+/** A CTI user (password `<username>-pw`) with a line holding `exten` in `default`. */
+async function userWithLine(api: Confd, username: string, exten: string) {
+  const user = await api.create("/users", {
+    firstname: username,
+    username,
+    password: `${username}-pw`,
+  });
+  const line = await api.create("/lines", { context: "default" });
+  const extension = await api.create("/extensions", { exten, context: "default" });
+  assert.equal((await api.put(`/lines/${line.id}/extensions/${extension.id}`)).status, 204);
+  assert.equal((await api.put(`/users/${user.id}/lines/${line.id}`)).status, 204);
+  return user as { id: number; username: string };
+}
+
+const phoneEvent = (eventType: string) => (message: Message) =>
+  message.msgType === "PhoneEvent" && message.ctiMessage.eventType === eventType;
+
+Deno.test("refusals before the upgrade, in the 2.0 error form", async (t) => {
+  const f = await fixture({ SVC_CTI_MAX_PER_USER: "1" });
+  try {
+    await userWithLine(f.api, "alice", "1001");
+    const token = await login(f.ctx, "login", "alice");
+    const http = `http://${f.base}${V2}/cti`;
+    const refused = async (url: string, status: number, error: string, init?: RequestInit) => {
+      const response = await fetch(url, init);
+      assert.equal(response.status, status);
+      assert.equal((await response.json()).error, error);
+    };
+    await t.step("no token: 401", () => refused(http, 401, "AuthorizationHeaderNotFound"));
+    await t.step(
+      "a forged token: 401 InvalidToken",
+      () => refused(`${http}?token=abc.def.ghi`, 401, "InvalidToken"),
+    );
+    await t.step("a web service user: 403", async () => {
+      const ws = await webServiceUser(f.ctx, ["#"]);
+      await refused(
+        `${http}?token=${await login(f.ctx, "webservice", ws.login)}`,
+        403,
+        "Forbidden",
+      );
+    });
+    await t.step(
+      "a plain GET: 426",
+      () => refused(http, 426, "UpgradeRequired", { headers: bearer(token) }),
+    );
+    await t.step(
+      "the token in Authorization works too; a second socket is over the cap: 429",
+      async () => {
+        const client = new Client(
+          new WebSocket(`ws://${f.base}${V2}/cti`, { headers: bearer(token) } as never),
+        );
+        f.clients.push(client);
+        await client.type("LoggedOn");
+        // SVC_CTI_MAX_PER_USER=1: a second socket is refused
+        await refused(`${http}?token=${token}`, 429, "TooManyConnections", {
+          headers: {
+            Upgrade: "websocket",
+            Connection: "Upgrade",
+            "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+          },
+        });
+        client.socket.close();
+        await client.closed;
+      },
+    );
+    await t.step("an expired token: 401 TokenExpired", async () => {
+      await f.ctx.clock.advance(7200_000);
+      await refused(`${http}?token=${token}`, 401, "TokenExpired");
+    });
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("greeting, ping, errors that keep the socket open", async () => {
+  const f = await fixture();
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    await userWithLine(f.api, "bob", "1002");
+    await createContact(
+      f.ctx.services.store,
+      alice.id,
+      {
+        company: "",
+        email: "",
+        fax: "",
+        firstname: "Bob",
+        lastname: "B",
+        mobile: "",
+        number: "1002",
+      },
+      false,
+      100,
+    );
+    const client = await f.open(await login(f.ctx, "login", "alice"));
+    assert.deepEqual(client.messages[0]!.ctiMessage, {
+      userId: alice.id,
+      username: "alice",
+      phoneNumber: "1001",
+    });
+    const config = await client.type("UserConfigUpdate");
+    assert.equal(config.ctiMessage.fullName, "alice");
+    assert.equal(config.ctiMessage.dndEnabled, false);
+    assert.deepEqual((await client.type("PhoneStatusUpdate")).ctiMessage, { status: 0 });
+    assert.deepEqual((await client.type("PhoneHintStatusEvent")).ctiMessage, {
+      number: "1002",
+      status: 0,
+    });
+
+    client.send({ claz: "ping" });
+    await client.type("Pong");
+    const errors: [unknown, string, RegExp][] = [
+      ["not json", "BadRequest", /not valid JSON/],
+      ["[1,2]", "BadRequest", /JSON object/],
+      [{ claz: 3 }, "BadRequest", /claz/],
+      [{ claz: "other" }, "BadRequest", /unknown claz/],
+      [{ claz: "web" }, "BadRequest", /names a command/],
+      [{ claz: "web", command: "conference" }, "UnknownCommand", /conference/],
+      [{ claz: "web", command: "toString" }, "UnknownCommand", /toString/],
+      [{ claz: "web", command: "dnd", state: "yes" }, "BadRequest", /field state/],
+      [{ claz: "web", command: "dnd" }, "BadRequest", /field state/],
+      [{ claz: "web", command: "dial", destination: 12 }, "BadRequest", /destination/],
+      [{ claz: "web", command: "dial", destination: "x".repeat(300) }, "BadRequest", /destination/],
+      [
+        { claz: "web", command: "dial", destination: "1002", variables: [] },
+        "BadRequest",
+        /variables/,
+      ],
+      [{ claz: "web", command: "uncFwd", state: true }, "BadRequest", /destination/],
+      [{ claz: "web", command: "hangup" }, "NoCall", /./],
+      [{ claz: "web", command: "agentLogin" }, "AgentNotFound", /no agent/],
+      [
+        { claz: "web", command: "dialFromQueue", destination: "1", queueId: 1 },
+        "Forbidden",
+        /fromqueue/,
+      ],
+      [{ claz: "web", command: "dialFromMobile", destination: "1002" }, "NoMobileNumber", /mobile/],
+      [{ claz: "web", command: "getConfig", objectType: "meetme" }, "BadRequest", /objectType/],
+      [
+        JSON.stringify({ claz: "web", command: "dial", destination: "1".repeat(70_000) }),
+        "BadRequest",
+        /longer than/,
+      ],
+    ];
+    for (const [message, error, text] of errors) {
+      client.send(message);
+      const answer = await client.type("Error");
+      assert.equal(answer.ctiMessage.error, error, JSON.stringify(message).slice(0, 80));
+      assert.match(String(answer.ctiMessage.message), text);
+    }
+    client.socket.send(new Uint8Array([1, 2, 3]));
+    assert.equal((await client.type("Error")).ctiMessage.error, "BadRequest");
+    client.send({ claz: "ping" });
+    await client.type("Pong"); // still open
+    assert.equal(client.socket.readyState, WebSocket.OPEN);
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("DND and forwards: the change and its UserConfigUpdate, on every socket of the user", async () => {
+  const f = await fixture();
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    const token = await login(f.ctx, "login", "alice");
+    const [one, two] = [await f.open(token), await f.open(token)];
+    for (const client of [one, two]) await client.type("UserConfigUpdate");
+    one.web("dnd", { state: true });
+    for (const client of [one, two]) {
+      const update = await client.type("UserConfigUpdate");
+      assert.equal(update.ctiMessage.dndEnabled, true);
+      assert.equal(update.ctiMessage.fullName, "alice");
+    }
+    one.web("naFwd", { state: true, destination: "2000" });
+    const forward = await two.type("UserConfigUpdate");
+    assert.equal(forward.ctiMessage.naFwdEnabled, true);
+    assert.equal(forward.ctiMessage.naFwdDestination, "2000");
+    const forwards = await (await f.api.get(`/users/${alice.id}/forwards`)).json();
+    assert.deepEqual(forwards.noanswer, { enabled: true, destination: "2000" });
+    one.web("getConfig");
+    assert.equal((await one.type("UserConfigUpdate")).ctiMessage.naFwdDestination, "2000");
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("dial, answer, hold and hang up through the socket, with the phones' events", async () => {
+  const f = await fixture({ SVC_SIM_ANSWER_MS: "100", SVC_SIM_TALK_MS: "100000" });
+  try {
+    await userWithLine(f.api, "alice", "1001");
+    await userWithLine(f.api, "bob", "1002");
+    // bob's own phone picks up at once (the caller's leg); alice's waits for her socket
+    await f.ctx.services.sim!.setPolicy("1001", { policy: "manual" });
+    const alice = await f.open(await login(f.ctx, "login", "alice"));
+    const bob = await f.open(await login(f.ctx, "login", "bob"));
+    // bob's phone waits: alice's socket answers for alice's own phone when bob calls her
+    bob.web("dial", { destination: "1001", variables: { crm: "42" } });
+    // the command reaches the server over the socket: move the virtual clock until it has run
+    for (let i = 0; i < 100 && !bob.messages.some(phoneEvent("EventDialing")); i++) {
+      await f.ctx.clock.advance(100);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const dialing = await bob.next(phoneEvent("EventDialing"), "bob dialing");
+    assert.equal(dialing.ctiMessage.otherDN, "1001");
+    assert.equal((dialing.ctiMessage.userData as Record<string, string>).USR_crm, "42");
+    await alice.next(phoneEvent("EventRinging"), "alice ringing");
+    await f.ctx.clock.advance(250);
+    assert.deepEqual((await alice.type("PhoneStatusUpdate")).ctiMessage, { status: 8 });
+    alice.web("answer");
+    await alice.next(phoneEvent("EventEstablished"), "alice established");
+    await bob.next(phoneEvent("EventEstablished"), "bob established");
+    alice.web("hold");
+    await alice.next(phoneEvent("EventOnHold"), "alice on hold");
+    alice.web("hold"); // a toggle: back from hold
+    await alice.next(phoneEvent("EventEstablished"), "alice back");
+    alice.web("hangup");
+    await alice.next(phoneEvent("EventReleased"), "alice released");
+    await bob.next(phoneEvent("EventReleased"), "bob released");
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("dialFromMobile: the user's mobile first, then the destination, as the user's events", async () => {
+  const f = await fixture({ SVC_SIM_ANSWER_MS: "100", SVC_SIM_TALK_MS: "300" });
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    await userWithLine(f.api, "bob", "1002");
+    const put = await f.api.put(`/users/${alice.id}`, {
+      firstname: "alice",
+      mobile_phone_number: "0612345678",
+    });
+    assert.equal(put.status, 204);
+    const client = await f.open(await login(f.ctx, "login", "alice"));
+    client.web("dialFromMobile", { destination: "1002", variables: { ticket: "7" } });
+    for (let i = 0; i < 100 && !client.messages.some(phoneEvent("EventReleased")); i++) {
+      await f.ctx.clock.advance(100);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const events = client.messages.filter((m) => m.msgType === "PhoneEvent");
+    assert.deepEqual(
+      events.map((m) => [m.ctiMessage.eventType, m.ctiMessage.DN, m.ctiMessage.otherDN]),
+      [
+        ["EventDialing", "1001", "1002"],
+        ["EventEstablished", "1001", "1002"],
+        ["EventReleased", "1001", "1002"],
+      ],
+    );
+    assert.equal((events[0]!.ctiMessage.userData as Record<string, string>).USR_ticket, "7");
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("agents: login on the user's own line, pause, states; another agent's id refused", async () => {
+  const f = await fixture();
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    const store = f.ctx.services.store;
+    const agent = await createAgent(store, { number: "8001" });
+    const other = await createAgent(store, { number: "8002" });
+    await linkUserAgent(store, alice.id, agent.id);
+    const client = await f.open(await login(f.ctx, "login", "alice"));
+    client.web("agentLogin", { agentphonenumber: "9999" });
+    assert.match(String((await client.type("Error")).ctiMessage.message), /not a line/);
+    client.web("agentLogin", { agentid: other.id });
+    assert.equal((await client.type("Error")).ctiMessage.error, "Forbidden");
+    client.web("agentLogin", { agentphonenumber: "1001", agentid: agent.id });
+    const ready = await client.type("AgentStateEvent");
+    assert.equal(ready.ctiMessage.name, "AgentReady");
+    assert.equal(ready.ctiMessage.phoneNb, "1001");
+    client.web("agentLogin");
+    assert.equal((await client.type("Error")).ctiMessage.error, "AlreadyLogged");
+    client.web("pauseAgent", { reason: "lunch" });
+    assert.equal((await client.type("AgentStateEvent")).ctiMessage.name, "AgentOnPause");
+    client.web("unpauseAgent");
+    assert.equal((await client.type("AgentStateEvent")).ctiMessage.name, "AgentReady");
+    client.web("getAgentStates"); // the own agent only, without agentd.agents.read
+    const states = await client.type("AgentStateEvent");
+    assert.equal(states.ctiMessage.agentId, agent.id);
+    client.web("agentLogout");
+    assert.equal((await client.type("AgentStateEvent")).ctiMessage.name, "AgentLoggedOut");
+    // another agent's events are not sent without agentd.agents.read, even after subscribing
+    await userWithLine(f.api, "bob", "1002");
+    client.web("subscribeToAgentEvents");
+    await f.ctx.services.platform.agentLogin(other, "1002", "default");
+    client.send({ claz: "ping" });
+    await client.type("Pong");
+    assert.ok(
+      !client.messages.some((m) =>
+        m.msgType === "AgentStateEvent" && m.ctiMessage.agentId === other.id
+      ),
+    );
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("an agent logged on the user's line elsewhere becomes the socket's agent", async () => {
+  const f = await fixture();
+  try {
+    await userWithLine(f.api, "alice", "1001");
+    const agent = await createAgent(f.ctx.services.store, { number: "8001" });
+    const client = await f.open(await login(f.ctx, "login", "alice"));
+    // logged on alice's phone through the agent daemon, not through the socket
+    await f.ctx.services.platform.agentLogin(agent, "1001", "default");
+    const ready = await client.type("AgentStateEvent");
+    assert.deepEqual([ready.ctiMessage.name, ready.ctiMessage.agentId], ["AgentReady", agent.id]);
+    client.web("pauseAgent");
+    assert.equal((await client.type("AgentStateEvent")).ctiMessage.name, "AgentOnPause");
+    client.web("agentLogout");
+    assert.equal((await client.type("AgentStateEvent")).ctiMessage.name, "AgentLoggedOut");
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("a token denying an ACL refuses the command; agentd.agents.read shows every agent", async () => {
+  const f = await fixture();
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    const store = f.ctx.services.store;
+    const other = await createAgent(store, { number: "8002" });
+    const { tokens } = f.ctx.services;
+    const identity = { userId: String(alice.id), login: "alice", userType: "cti" as const };
+    const denied = await f.open(
+      (await tokens.issue({ ...identity, acls: ["alias.ctiuser", "!svc.rest.dnd.#"] })).token,
+    );
+    denied.web("dnd", { state: true });
+    const refusal = await denied.type("Error");
+    assert.equal(refusal.ctiMessage.error, "Forbidden");
+    assert.match(String(refusal.ctiMessage.message), /svc\.rest\.dnd\.alice\.create/);
+    const supervisor = await f.open(
+      (await tokens.issue({ ...identity, acls: ["alias.ctiuser", "agentd.agents.read"] })).token,
+    );
+    supervisor.web("subscribeToAgentEvents");
+    supervisor.web("getAgentStates");
+    assert.equal((await supervisor.type("AgentStateEvent")).ctiMessage.agentId, other.id);
+    await f.ctx.services.platform.agentLogin(other, "1001", "default");
+    const event = await supervisor.next(
+      (m) => m.msgType === "AgentStateEvent" && m.ctiMessage.name === "AgentReady",
+      "the other agent ready",
+    );
+    assert.equal(event.ctiMessage.agentId, other.id);
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("the token's expiry closes the socket with 4001", async () => {
+  const f = await fixture({ SVC_TOKEN_TTL: "60" });
+  try {
+    await userWithLine(f.api, "alice", "1001");
+    const client = await f.open(await login(f.ctx, "login", "alice"));
+    await f.ctx.clock.advance(60_000);
+    const closed = await client.closed;
+    assert.equal(closed.code, 4001);
+    assert.match(closed.reason, /token expired/);
+  } finally {
+    await f.close();
+  }
+});
+
+/** A masked client text frame (RFC 6455 §5.2), for a client that never reads. */
+function textFrame(text: string): Uint8Array {
+  const payload = new TextEncoder().encode(text);
+  const header = payload.length < 126
+    ? [0x81, 0x80 | payload.length]
+    : [0x81, 0x80 | 126, payload.length >> 8, payload.length & 255];
+  const mask = [1, 2, 3, 4];
+  return new Uint8Array([...header, ...mask, ...payload.map((byte, i) => byte ^ mask[i % 4]!)]);
+}
+
+Deno.test("a slow reader is closed with 4008; the other sockets go on", async () => {
+  const f = await fixture({ SVC_CTI_SEND_BUFFER: "4096", SVC_CTI_MAX_PER_USER: "5" });
+  try {
+    await userWithLine(f.api, "alice", "1001");
+    const token = await login(f.ctx, "login", "alice");
+    const reader = await f.open(token);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port: f.server.addr.port });
+    await conn.write(new TextEncoder().encode(
+      `GET ${V2}/cti?token=${token} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    ));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(f.ctx.services.cti.count("alice"), 2);
+    // the slow client asks for much and reads nothing
+    const ask = textFrame(JSON.stringify({ claz: "web", command: "getConfig" }));
+    const deadline = Date.now() + 20_000;
+    while (f.ctx.services.cti.count("alice") === 2 && Date.now() < deadline) {
+      await conn.write(new Uint8Array(Array.from({ length: 200 }, () => [...ask]).flat()));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.equal(f.ctx.services.cti.count("alice"), 1, "the slow socket is gone");
+    conn.close();
+    reader.send({ claz: "ping" });
+    await reader.type("Pong");
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("the DND route's events reach the socket (REST and socket are one path)", async () => {
+  const f = await fixture();
+  try {
+    await userWithLine(f.api, "alice", "1001");
+    const client = await f.open(await login(f.ctx, "login", "alice"));
+    await client.type("UserConfigUpdate");
+    const ws = await webServiceUser(f.ctx, ["svc.rest.dnd.#"]);
+    const response = await postJson(
+      f.ctx,
+      `${V2}/dnd/alice`,
+      { state: true },
+      bearer(await login(f.ctx, "webservice", ws.login)),
+    );
+    assert.equal(response.status, 200);
+    assert.equal((await client.type("UserConfigUpdate")).ctiMessage.dndEnabled, true);
+  } finally {
+    await f.close();
+  }
+});
