@@ -14,6 +14,12 @@
  * Personal contacts: the list view of a CTI user with 20 contacts under wrk, and the times to
  * import a 10,000-line CSV (plain body) and to export those 10,000 contacts, for another CTI user.
  *
+ * CTI sockets (`GET /svc/api/2.0/cti`), on a server of their own: its RSS (`VmRSS`) at start and
+ * with 10,000 idle sockets of 10 users, held by `bench/ws_clients.ts` in a process of its own; then
+ * the delay from `POST /dnd/{username}` to its `UserConfigUpdate` on each of the user's 1,000
+ * sockets. Each next to a bare `Deno.serve` WebSocket server (`bench/ws_server.ts`) holding as many
+ * sockets and broadcasting a message of the same size to 1,000 of them.
+ *
  * Add a scenario by appending to `scenarios`: a name and a function answering what wrk requests.
  * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
  * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
@@ -45,6 +51,8 @@ interface Servers {
   adminToken: string;
   /** Where the real server posts its events. */
   events: ReturnType<typeof dialingReceiver>;
+  /** The real server's process id. */
+  pid: number;
 }
 
 /** One real server: its URL, an administrator's token, its event receiver. */
@@ -339,6 +347,232 @@ async function contactsImportExport(servers: Servers): Promise<void> {
   if (lines !== 10_000) throw new BenchError(`export: ${lines} lines`);
 }
 
+/** Idle sockets held open for the memory figures, spread evenly over `CTI_USERS` users. */
+const CTI_SOCKETS = 10_000;
+const CTI_USERS = 10;
+/**
+ * Events fanned out, one every `FANOUT_GAP_MS`, after `FANOUT_WARMUP` that are not measured: 20 s,
+ * during which the CTI hub reads again the personal contacts of the sockets opened first (every
+ * 30 s, lib/cti/hub.ts), so that the delays include its periodic work.
+ */
+const FANOUT_EVENTS = 40;
+const FANOUT_GAP_MS = 500;
+const FANOUT_WARMUP = 3;
+
+/** A server's memory before and while it holds idle sockets, printed after the table. */
+const memory: { name: string; startKb: number; heldKb: number; sockets: number; goal?: number }[] =
+  [];
+/** Fan-out delays (ms, one per socket and event), printed after the table. */
+const fanouts: { name: string; samples: number[]; goal?: number }[] = [];
+
+/** The resident set size of process `pid` (`VmRSS` of `/proc/<pid>/status`), in KiB. */
+async function rssKb(pid: number): Promise<number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  const kb = status.match(/^VmRSS:\s+(\d+) kB$/m)?.[1];
+  if (!kb) throw new BenchError(`no VmRSS in /proc/${pid}/status`);
+  return Number(kb);
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts the client process (`bench/ws_clients.ts`, its own process so that a server's memory is
+ * measured alone) and answers how to send it a command and wait for its reply.
+ */
+function wsClients(stack: AsyncDisposableStack) {
+  const { child } = startDeno(stack, ["run", "--allow-net", "bench/ws_clients.ts"], {}, {
+    manyFiles: true,
+    pipes: true,
+  });
+  const writer = child.stdin.getWriter();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  stack.defer(async () => {
+    await writer.close().catch(() => {});
+    await reader.cancel().catch(() => {});
+  });
+  let buffered = "";
+  return async (command: unknown, timeoutMs: number): Promise<Record<string, unknown>> => {
+    await writer.write(new TextEncoder().encode(JSON.stringify(command) + "\n"));
+    const timeout = bounded(timeoutMs);
+    const timedOut = new Promise<never>((_, reject) => {
+      timeout.addEventListener("abort", () => {
+        reject(new BenchError(`the WebSocket clients did not answer within ${timeoutMs / 1000}s`));
+      });
+    });
+    timedOut.catch(() => {}); // it may settle after the race, when nobody listens any more
+    while (!buffered.includes("\n")) {
+      const { value, done } = await Promise.race([reader.read(), timedOut]);
+      if (done) throw new BenchError("the WebSocket client process stopped");
+      buffered += value;
+    }
+    const end = buffered.indexOf("\n");
+    const reply = JSON.parse(buffered.slice(0, end));
+    buffered = buffered.slice(end + 1);
+    if (reply.error) throw new BenchError(`WebSocket clients: ${reply.error}`);
+    return reply;
+  };
+}
+
+/** A WebSocket server measured by {@link holdAndFanOut}. */
+interface SocketServer {
+  name: string;
+  pid: number;
+  /** Where each group's sockets connect (the first group is sent the events). */
+  groups: { url: string; group: string }[];
+  /** Messages the server sends a socket once open, before it counts as open. */
+  greeting: number;
+  /** The request causing the `round`th event to the first group's sockets. */
+  event(round: number): Target;
+  /** What the event's message contains. */
+  match: string;
+  /** The fan-out line's name; the goals (RSS with every socket open, p99), if any. */
+  fanout: string;
+  goals?: { rssMb: number; p99Ms: number };
+}
+
+/**
+ * Measures the server's RSS, opens `CTI_SOCKETS` sockets from a client process, measures it again
+ * once they are all open (and 3 s more), then times `FANOUT_EVENTS` events to the first group's
+ * sockets.
+ */
+async function holdAndFanOut(stack: AsyncDisposableStack, server: SocketServer): Promise<void> {
+  await pause(1000);
+  const startKb = await rssKb(server.pid);
+  const send = wsClients(stack);
+  const count = CTI_SOCKETS / server.groups.length;
+  const started = performance.now();
+  for (const { url, group } of server.groups) {
+    await send({ open: { url, count, group, greeting: server.greeting } }, 300_000);
+  }
+  timings.push({
+    name: `${server.name}: opening ${CTI_SOCKETS.toLocaleString("en-US")} sockets, 100 at a time`,
+    ms: performance.now() - started,
+  });
+  await pause(3000);
+  const heldKb = await rssKb(server.pid);
+  memory.push({
+    name: server.name,
+    startKb,
+    heldKb,
+    sockets: CTI_SOCKETS,
+    goal: server.goals?.rssMb,
+  });
+  const fanout = (rounds: number, first: number) =>
+    send({
+      fanout: {
+        group: server.groups[0]!.group,
+        requests: Array.from({ length: rounds }, (_, n) => server.event(first + n)),
+        match: server.match,
+        gapMs: FANOUT_GAP_MS,
+        timeoutMs: 10_000,
+      },
+    }, 300_000);
+  await fanout(FANOUT_WARMUP, 0);
+  const { samples } = await fanout(FANOUT_EVENTS, FANOUT_WARMUP);
+  fanouts.push({ name: server.fanout, samples: samples as number[], goal: server.goals?.p99Ms });
+  await send({ close: true }, 60_000);
+}
+
+/** A message shaped and sized as svc's `UserConfigUpdate`, for the baseline to broadcast. */
+const configUpdate = (dnd: boolean) =>
+  JSON.stringify({
+    msgType: "UserConfigUpdate",
+    ctiMessage: {
+      userId: 1,
+      firstName: "Bench",
+      lastName: "Socket 0",
+      fullName: "Bench Socket 0",
+      mobileNumber: "",
+      lineIds: [1],
+      dndEnabled: dnd,
+      uncFwdEnabled: false,
+      uncFwdDestination: "",
+      naFwdEnabled: false,
+      naFwdDestination: "",
+      busyFwdEnabled: false,
+      busyFwdDestination: "",
+    },
+  });
+
+/**
+ * The CTI socket (`GET /svc/api/2.0/cti`): RSS with 10,000 idle sockets of 10 users, and the
+ * delay from `POST /dnd/{username}` to its `UserConfigUpdate` on each of the user's 1,000 sockets;
+ * each next to a bare `Deno.serve` WebSocket server (`bench/ws_server.ts`) holding as many sockets
+ * and broadcasting a message of the same size to 1,000 of them.
+ */
+async function ctiSockets(): Promise<void> {
+  const groups = (url: (n: number) => string) =>
+    Array.from({ length: CTI_USERS }, (_, n) => ({ url: url(n), group: `${n}` }));
+  {
+    await using stack = new AsyncDisposableStack();
+    const port = freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const server = startDeno(stack, ["run", "--allow-net", "bench/ws_server.ts", `${port}`], {}, {
+      manyFiles: true,
+    });
+    await waitReady(`${base}/`, server);
+    await holdAndFanOut(stack, {
+      name: "bare Deno.serve WebSocket echo server (baseline)",
+      pid: server.pid,
+      groups: groups((n) => `ws://127.0.0.1:${port}/ws?group=${n}`),
+      greeting: 0,
+      event: (round) => ({
+        url: `${base}/broadcast?group=0`,
+        method: "POST",
+        headers: {},
+        body: configUpdate(round % 2 === 0),
+      }),
+      match: "dndEnabled",
+      fanout: "bare Deno.serve: POST /broadcast → its message on each of 1,000 sockets (baseline)",
+    });
+  }
+  await using stack = new AsyncDisposableStack();
+  const servers = await startSvc(
+    stack,
+    {
+      SVC_CTI_MAX_PER_USER: String(CTI_SOCKETS),
+      SVC_KV: ":memory:",
+    },
+    "/health",
+    { manyFiles: true },
+  );
+  const rows = ["firstname,lastname,username,password,line_protocol,context,exten"];
+  for (let n = 0; n < CTI_USERS; n++) {
+    rows.push(`Bench,Socket ${n},socket${n},socket${n}-password,sip,default,${1900 + n}`);
+  }
+  await call(servers, "POST", "/1.1/users/import", rows.join("\n"), "text/csv");
+  const tokens: string[] = [];
+  for (let n = 0; n < CTI_USERS; n++) {
+    const response = await fetch(`${servers.svc}/svc/api/2.0/auth/login`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ login: `socket${n}`, password: `socket${n}-password` }),
+      signal: bounded(10_000),
+    });
+    if (!response.ok) throw new BenchError(`socket${n} login: ${response.status}`);
+    tokens.push((await response.json()).token);
+  }
+  const ws = servers.svc.replace(/^http/, "ws");
+  await holdAndFanOut(stack, {
+    name: "svc GET /svc/api/2.0/cti",
+    pid: servers.pid,
+    groups: groups((n) => `${ws}/svc/api/2.0/cti?token=${tokens[n]}`),
+    greeting: 3, // LoggedOn, UserConfigUpdate, PhoneStatusUpdate
+    event: (round) => ({
+      url: `${servers.svc}/svc/api/2.0/dnd/socket0`,
+      method: "POST",
+      headers: {
+        Authorization: `Bearer ${servers.adminToken}`,
+        "Content-Type": "application/json",
+      },
+      body: JSON.stringify({ state: round % 2 === 0 }),
+    }),
+    match: "dndEnabled",
+    fanout: "svc: POST /dnd/{username} → UserConfigUpdate on each of the user's 1,000 CTI sockets",
+    goals: { rssMb: 200, p99Ms: 50 },
+  });
+}
+
 const scenarios: Scenario[] = [
   { name: "bare Deno.serve hello world", setup: ({ hello }) => ({ url: `${hello}/` }) },
   {
@@ -461,14 +695,26 @@ function freePort(): number {
   return port;
 }
 
-/** Starts `deno <args>` in the repository; `stack` stops it (SIGTERM, then SIGKILL after 5s). */
-function startDeno(stack: AsyncDisposableStack, args: string[], env: Record<string, string> = {}) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args,
+/**
+ * Starts `deno <args>` in the repository; `stack` stops it (SIGTERM, then SIGKILL after 5s). With
+ * `manyFiles`, through bash raising its open files limit to the hard limit first (`ulimit -n`), for
+ * a process holding thousands of sockets; with `pipes`, its stdin and stdout are piped.
+ */
+function startDeno(
+  stack: AsyncDisposableStack,
+  args: string[],
+  env: Record<string, string> = {},
+  options: { manyFiles?: boolean; pipes?: boolean } = {},
+) {
+  const [cmd, cmdArgs] = options.manyFiles
+    ? ["bash", ["-c", 'ulimit -n "$(ulimit -Hn)" && exec "$@"', "bash", Deno.execPath(), ...args]]
+    : [Deno.execPath(), args];
+  const child = new Deno.Command(cmd, {
+    args: cmdArgs,
     cwd: root,
     env,
-    stdin: "null",
-    stdout: "null",
+    stdin: options.pipes ? "piped" : "null",
+    stdout: options.pipes ? "piped" : "null",
     stderr: "inherit",
   }).spawn();
   let exited = false;
@@ -486,7 +732,7 @@ function startDeno(stack: AsyncDisposableStack, args: string[], env: Record<stri
     await child.status;
     clearTimeout(timer);
   });
-  return { hasExited: () => exited };
+  return { hasExited: () => exited, pid: child.pid, child };
 }
 
 /** Waits until `url` answers 2xx, at most 30s; fails early if the server has stopped. */
@@ -529,6 +775,7 @@ async function startSvc(
   stack: AsyncDisposableStack,
   env: Record<string, string>,
   readyPath = "/health",
+  options: { manyFiles?: boolean } = {},
 ): Promise<Svc> {
   const svcPort = freePort();
   const svc = `http://127.0.0.1:${svcPort}`;
@@ -542,7 +789,7 @@ async function startSvc(
     SVC_ADMIN_LOGIN: admin.login,
     SVC_ADMIN_PASSWORD: admin.password,
     ...env,
-  });
+  }, options);
   await waitReady(`${svc}${readyPath}`, svcServer);
   const response = await fetch(`${svc}/svc/api/2.0/auth/webservice`, {
     method: "POST",
@@ -554,7 +801,7 @@ async function startSvc(
     throw new BenchError(`admin login: ${response.status} ${await response.text()}`);
   }
   const { token } = await response.json();
-  return { svc, adminToken: token, events };
+  return { svc, adminToken: token, events, pid: svcServer.pid };
 }
 
 /** One request through fetch, so a wrong target fails clearly instead of measuring errors. */
@@ -646,6 +893,35 @@ function printTable(results: { name: string; figures: Figures }[]): void {
   }
 }
 
+/** The CTI socket part's figures: memory, then fan-out delays, each after its baseline. */
+function printSockets(): void {
+  const mb = (kb: number) => kb * 1024 / 1e6;
+  for (const { name, startKb, heldKb, sockets, goal } of memory) {
+    const perSocket = ((heldKb - startKb) * 1024 / sockets / 1000).toFixed(1);
+    const verdict = goal === undefined
+      ? ""
+      : ` (goal ≤ ${goal} MB: ${mb(heldKb) <= goal ? "met" : "MISSED"})`;
+    const held = `${mb(heldKb).toFixed(1)} MB with ${sockets.toLocaleString("en-US")} idle sockets`;
+    console.log(
+      `${name}: RSS ${mb(startKb).toFixed(1)} MB at start, ${held}, ${perSocket} kB per socket` +
+        verdict,
+    );
+  }
+  for (const { name, samples, goal } of fanouts) {
+    samples.sort((a, b) => a - b);
+    const at = (q: number) =>
+      samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
+    const verdict = goal === undefined
+      ? ""
+      : ` (goal p99 < ${goal} ms: ${at(0.99) < goal ? "met" : "MISSED"})`;
+    const max = samples.at(-1)!.toFixed(1);
+    console.log(
+      `${name}: p50 ${at(0.5).toFixed(1)} ms, p99 ${at(0.99).toFixed(1)} ms, max ${max} ms ` +
+        `(${FANOUT_EVENTS} events, ${FANOUT_GAP_MS} ms apart)${verdict}`,
+    );
+  }
+}
+
 async function main(): Promise<void> {
   await ensureWrk();
   await using stack = new AsyncDisposableStack();
@@ -669,6 +945,13 @@ async function main(): Promise<void> {
   console.log("- AMI parser throughput");
   const parsed = await amiParserBench();
   for (const { name, count, ms } of parsed) rates.push({ name: `AMI ${name}`, count, ms });
+  // the delays suffer from whatever else runs on the machine: say how busy it was
+  const load = Deno.loadavg()[0]!.toFixed(2);
+  console.log(
+    `- CTI sockets: ${CTI_SOCKETS.toLocaleString("en-US")} idle, then fan-out to 1,000 of them ` +
+      `(load average ${load} before)`,
+  );
+  await ctiSockets();
   console.log();
   printTable(results);
   console.log();
@@ -680,6 +963,7 @@ async function main(): Promise<void> {
     const perSecond = Math.round(count / ms * 1000).toLocaleString("en-US");
     console.log(`${name}: ${perSecond}/s (${(ms / 1000).toFixed(2)} s)`);
   }
+  printSockets();
   const failed = results.filter(({ figures }) => figures.errors > 0);
   if (failed.length > 0) {
     throw new BenchError(`errors during ${failed.map(({ name }) => name).join(", ")}`);
