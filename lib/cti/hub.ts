@@ -220,13 +220,16 @@ export class CtiHub {
     }
   }
 
-  async #readContacts(session: CtiSession): Promise<void> {
-    const contacts = await listContacts(this.services.store, session.user.id);
+  /** Reads the user's contact numbers once for all `sessions` (the same user's sockets). */
+  async #readContacts(...sessions: CtiSession[]): Promise<void> {
+    const contacts = await listContacts(this.services.store, sessions[0]!.user.id);
     const numbers = new Set(contacts.map((contact) => contact.number).filter(Boolean));
-    const hints = new Map<string, PhoneStatus | null>();
-    for (const number of numbers) hints.set(number, session.hints.get(number) ?? null);
-    session.hints = hints;
-    session.contactsReadAt = this.services.clock.now();
+    for (const session of sessions) {
+      const hints = new Map<string, PhoneStatus | null>();
+      for (const number of numbers) hints.set(number, session.hints.get(number) ?? null);
+      session.hints = hints;
+      session.contactsReadAt = this.services.clock.now();
+    }
   }
 
   #startPolling(): void {
@@ -248,8 +251,9 @@ export class CtiHub {
     const { clock, platform } = this.services;
     const sessions = [...this.#byUser.values()].flatMap((set) => [...set]);
     const now = clock.now();
-    for (const session of sessions) {
-      if (now - session.contactsReadAt >= CONTACTS_REFRESH_MS) await this.#readContacts(session);
+    for (const userSessions of this.#byUser.values()) {
+      const due = [...userSessions].filter((s) => now - s.contactsReadAt >= CONTACTS_REFRESH_MS);
+      if (due.length) await this.#readContacts(...due); // one read for the user's sockets
     }
     const version = platform.phoneStatusVersion();
     if (version !== null && version === this.#statusVersion) return;

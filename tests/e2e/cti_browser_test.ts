@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { ensureDebianPackages } from "../peers/debian.ts";
 import { readLines } from "../peers/process.ts";
 import { startServer, withTempDir } from "./server.ts";
+import { reap, servePage } from "./chromium.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 /** How long the page may take from its first request to alice's hangup. */
@@ -79,14 +80,6 @@ const page = (script: string) =>
 <html><head><meta charset="utf-8"><title>svc CTI</title></head>
 <body><script type="module">${script}</script></body></html>`;
 
-/** Serves `html()` at `/` on 127.0.0.1, on a port of its own. */
-function servePage(html: () => string) {
-  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
-    if (new URL(request.url).pathname !== "/") return new Response("not found", { status: 404 });
-    return new Response(html(), { headers: { "Content-Type": "text/html; charset=utf-8" } });
-  });
-}
-
 /** A minimal DevTools protocol client over the browser's WebSocket. */
 class DevTools {
   #nextId = 1;
@@ -138,33 +131,6 @@ class DevTools {
 
   close(): void {
     this.socket.close();
-  }
-}
-
-/** The processes still running (zombies aside) of the group `pgid` or naming `dir`. */
-async function leftOver(pgid: number, dir: string): Promise<number[]> {
-  const found: number[] = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let stat: string, commandLine: string;
-    try {
-      stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
-      commandLine = await Deno.readTextFile(`/proc/${entry.name}/cmdline`);
-    } catch {
-      continue; // gone meanwhile
-    }
-    const [state, , group] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (state === "Z") continue;
-    if (Number(group) === pgid || commandLine.includes(dir)) found.push(Number(entry.name));
-  }
-  return found;
-}
-
-function kill(pid: number): void {
-  try {
-    Deno.kill(pid, "SIGKILL");
-  } catch {
-    // gone already
   }
 }
 
@@ -222,18 +188,6 @@ async function withChromium<T>(use: (devtools: DevTools) => Promise<T>): Promise
 }
 
 /** Kills what is left of Chromium's processes (see {@link leftOver}), waits until none is. */
-async function reap(pgid: number, home: string): Promise<void> {
-  for (let tries = 0;; tries++) {
-    const left = await leftOver(pgid, home);
-    if (left.length === 0) break;
-    if (tries === 50) throw new Error(`chromium processes left: ${left.join(", ")}`);
-    kill(-pgid);
-    for (const pid of left) kill(pid);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  await Deno.remove(home, { recursive: true });
-}
-
 /** Opens `url` in a new tab and answers the value `window.finished` resolves to. */
 async function runPage(devtools: DevTools, url: string): Promise<Seen> {
   const { targetId } = await devtools.send("Target.createTarget", { url: "about:blank" });
