@@ -120,6 +120,13 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
     throw error;
   }
   const tls = readTls(config);
+  // outside the repository (the bundle) nothing turns the unstable APIs on but the command line
+  if (typeof Deno.openKv !== "function" || typeof Deno.cron !== "function") {
+    fail(
+      "Deno KV and Deno.cron are off: run with --unstable-kv --unstable-cron, " +
+        "e.g. deno run -A --unstable-kv --unstable-cron dist/svc.js",
+    );
+  }
   let services: Services;
   try {
     services = await createServices(config);

@@ -3,7 +3,7 @@ import { loadDemo } from "./demo.ts";
 import type { Services } from "./services.ts";
 import { recoverBulkWrites } from "./store/bulk.ts";
 import { ensureDefaultContexts } from "./store/contexts.ts";
-import { ensureAdmin } from "./store/webservice_users.ts";
+import { ensureAdmin, hasWebServiceUsers } from "./store/webservice_users.ts";
 
 /**
  * Prepares the store; safe to run at every start and from several processes at once.
@@ -21,4 +21,11 @@ export async function prepareStore(services: Services): Promise<void> {
     logger.info("administrator ready", { login: config.adminLogin });
   }
   if (config.demo && await loadDemo(services)) logger.info("demo data set loaded");
+  // a first start without an administrator serves nothing anyone can use: say what to set
+  if (!config.demo && !await hasWebServiceUsers(store)) {
+    logger.warn(
+      "no web service user yet: set SVC_ADMIN_LOGIN and SVC_ADMIN_PASSWORD to create an " +
+        "administrator (or SVC_DEMO=true to try svc with demo data)",
+    );
+  }
 }

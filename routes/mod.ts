@@ -7,6 +7,7 @@ import type { Services } from "../lib/services.ts";
 import { agentdRootRoutes, agentdRoutes } from "../daemons/agentd/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
 import { legacyRoutes } from "../legacy/mod.ts";
+import { noRouteOf } from "../lib/no_route.ts";
 import { authRoutes } from "./auth.ts";
 import { callbackRoutes } from "./callbacks.ts";
 import { callQualificationRoutes } from "./call_qualifications.ts";
@@ -62,16 +63,26 @@ export function createApp(services: Services) {
   app.route(API_V2, v2);
   app.route(API_V1, legacyRoutes(services));
   app.route("/1.1", confdRoutes(services));
-  app.route("/agents", agentdRoutes(services));
+  const noRoute = noRouteOf(app);
+  app.route("/agents", agentdRoutes(services, noRoute));
   // the agent daemon's paths its clients build beside /agents: /users/me/agents…, /status
-  app.route("/", agentdRootRoutes(services));
+  app.route("/", agentdRootRoutes(services, noRoute));
   // xivo-auth compatible tokens, for clients written for its port 9497 (docs/xivo_auth.md)
-  app.route("/0.1", xivoAuthRoutes(services));
+  app.route("/0.1", xivoAuthRoutes(services, noRoute));
   app.notFound((c) => {
-    const message = `no route for ${c.req.method} ${c.req.path}`;
-    return /^\/1\.1(\/|$)/.test(c.req.path) // the daemon's mount point, in its form
-      ? c.json([`Resource Not Found - ${message}`], 404)
-      : c.json({ error: "NotFound", message }, 404);
+    const { status, message, headers } = noRoute(c);
+    if (/^\/1\.1(\/|$)/.test(c.req.path)) { // the daemon's mount point, in its form
+      return c.json(
+        [`${status === 404 ? "Resource Not Found" : "Method Not Allowed"} - ${message}`],
+        status,
+        headers,
+      );
+    }
+    return c.json(
+      { error: status === 404 ? "NotFound" : "MethodNotAllowed", message },
+      status,
+      headers,
+    );
   });
   app.onError(apiErrorHandler(services.logger));
   return app;

@@ -27,6 +27,7 @@ import type { Clock } from "../lib/clock.ts";
 import { ApiError, IncompleteBody, Unreachable } from "../lib/errors.ts";
 import { type AppEnv, limitBody, logUnreachable, MiB, storeLimitError } from "../lib/http.ts";
 import type { Logger } from "../lib/log.ts";
+import type { NoRouteOf } from "../lib/no_route.ts";
 import type { Services } from "../lib/services.ts";
 import { markConnected } from "../lib/store/connections.ts";
 import { findUserByUsername, getUser } from "../lib/store/users.ts";
@@ -214,7 +215,7 @@ function xivoAuthErrorHandler(logger: Logger, clock: Clock) {
   };
 }
 
-export function xivoAuthRoutes(services: Services) {
+export function xivoAuthRoutes(services: Services, noRoute: NoRouteOf) {
   const { store, tokens, throttle, clock, config, logger } = services;
 
   /**
@@ -308,7 +309,8 @@ export function xivoAuthRoutes(services: Services) {
     .get("/backends", (c) => c.json({ data: XIVO_AUTH_BACKENDS }));
   // svc's tokens are signed, not stored: none can be revoked (DELETE answers this 404 too)
   app.all("*", (c) => {
-    throw new XivoAuthError(404, `no route for ${c.req.method} ${c.req.path}`);
+    const { status, message, headers } = noRoute(c);
+    throw new XivoAuthError(status, message, headers);
   });
   app.onError(xivoAuthErrorHandler(logger, clock));
   return app;

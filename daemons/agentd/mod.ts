@@ -5,8 +5,9 @@
  * root ({@link agentdRootRoutes}) the paths its clients build beside it: the calling user's own
  * agent (`/users/me/agents`) and the service status (`/status`).
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { type AppEnv, limitBody, MiB } from "../../lib/http.ts";
+import type { NoRouteOf } from "../../lib/no_route.ts";
 import type { Services } from "../../lib/services.ts";
 import { agentdErrorHandler } from "./errors.ts";
 import { userAgentRoutes } from "./me.ts";
@@ -14,12 +15,12 @@ import { agentRoutes, serviceStatus } from "./routes.ts";
 import { agentdAcl } from "./guard.ts";
 
 /** What is mounted at `/agents`. */
-export function agentdRoutes(services: Services) {
+export function agentdRoutes(services: Services, noRoute: NoRouteOf) {
   const app = new Hono<AppEnv>();
   app.use(limitBody(() => MiB));
   app.route("/", agentRoutes(services));
   // an unknown path below /agents answers in the daemon's form too (matched after every route)
-  app.all("*", (c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
+  app.all("*", unknownRoute(noRoute));
   app.onError(agentdErrorHandler(services.logger));
   return app;
 }
@@ -28,13 +29,19 @@ export function agentdRoutes(services: Services) {
  * What is mounted at the root: `/users/me/agents…` and `GET /status`, nothing else (every other
  * path goes on to the rest of the app).
  */
-export function agentdRootRoutes(services: Services) {
+export function agentdRootRoutes(services: Services, noRoute: NoRouteOf) {
   const me = "/users/me/agents";
   const app = new Hono<AppEnv>();
   app.use(`${me}/*`, limitBody(() => MiB));
   app.get("/status", agentdAcl(services.tokens, "agentd.status.read"), serviceStatus(services));
   app.route(me, userAgentRoutes(services));
-  app.all(`${me}/*`, (c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
+  app.all(`${me}/*`, unknownRoute(noRoute));
   app.onError(agentdErrorHandler(services.logger));
   return app;
 }
+
+/** A path or method the daemon does not answer: 404, or 405 with `Allow`, in its form. */
+const unknownRoute = (noRoute: NoRouteOf) => (c: Context) => {
+  const { status, message, headers } = noRoute(c);
+  return c.json({ error: message }, status, headers);
+};

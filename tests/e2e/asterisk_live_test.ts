@@ -574,7 +574,7 @@ Deno.test({
       isFile(`${prefix}/sbin/asterisk`),
       `no ${prefix}/sbin/asterisk: set SVC_TEST_ASTERISK to Asterisk's prefix`,
     );
-    await ensureDebianPackages(["baresip-core"]);
+    await ensureDebianPackages(["baresip-core"], "baresip phones for the live Asterisk test");
 
     // short: Asterisk's control socket lives under it (< 90 characters)
     const workDir = await Deno.makeTempDir({ dir: "/tmp", prefix: "svc-ast-" });

@@ -3,7 +3,7 @@
  * repository's deno.json (`--no-config`) and answers `GET /health`.
  */
 import assert from "node:assert/strict";
-import { repoRoot, startServer } from "./server.ts";
+import { repoRoot, runServerToExit, startServer } from "./server.ts";
 
 Deno.test("the bundle builds and serves GET /health", async () => {
   const build = await new Deno.Command(Deno.execPath(), {
@@ -37,4 +37,15 @@ Deno.test("the bundle builds and serves GET /health", async () => {
   } finally {
     await server.stop();
   }
+
+  // run as a user would who forgot the flags: one line saying which, no stack trace
+  const bare = await runServerToExit({ SVC_KV: ":memory:" }, {
+    args: ["run", "--quiet", "-A", "--no-config", "dist/svc.js"],
+  });
+  assert.equal(bare.code, 1, bare.stderr);
+  assert.equal(
+    bare.stderr,
+    "svc: Deno KV and Deno.cron are off: run with --unstable-kv --unstable-cron, " +
+      "e.g. deno run -A --unstable-kv --unstable-cron dist/svc.js\n",
+  );
 });

@@ -1,5 +1,8 @@
 /** What the headless Chromium tests share: the page server and the clean-up of Chromium's processes. */
 
+/** Why the tests install Debian's `chromium`. */
+export const CHROMIUM_WHY = "a real headless browser for the browser tests";
+
 /** Serves `html()` at `/` on 127.0.0.1, on a port of its own. */
 export function servePage(html: () => string) {
   return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {

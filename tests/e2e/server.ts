@@ -208,9 +208,9 @@ export async function startServer(
  */
 export async function runServerToExit(
   env: Record<string, string>,
-  { timeoutMs = 15_000 }: { timeoutMs?: number } = {},
+  { timeoutMs = 15_000, args = SOURCES }: { timeoutMs?: number; args?: string[] } = {},
 ): Promise<ExitedServer> {
-  const child = command({ SVC_HOSTNAME: "127.0.0.1", SVC_PORT: "0", ...env }).spawn();
+  const child = command({ SVC_HOSTNAME: "127.0.0.1", SVC_PORT: "0", ...env }, args).spawn();
   const timer = setTimeout(() => {
     try {
       child.kill("SIGKILL");

@@ -256,6 +256,20 @@ Deno.test("the demo prints its logins, alice logs in, and a second start adds no
   });
 });
 
+Deno.test("a first start without an administrator says which settings create one, once it has one not", async () => {
+  await withTempDir(async (dir) => {
+    const hint = (line: string) => JSON.parse(line).msg.includes("set SVC_ADMIN_LOGIN and");
+    const bare = await withServer({ SVC_KV: `${dir}/svc.kv` }, async () => {});
+    const warning = bare.stderrLines.find(hint);
+    assert.ok(warning, bare.stderrLines.join("\n"));
+    assert.equal(JSON.parse(warning).level, "warn");
+    const admin = { SVC_ADMIN_LOGIN: "admin", SVC_ADMIN_PASSWORD: "admin-password-1" };
+    const withAdmin = await withServer({ SVC_KV: `${dir}/svc.kv`, ...admin }, async () => {});
+    const again = await withServer({ SVC_KV: `${dir}/svc.kv` }, async () => {});
+    assert.ok(!withAdmin.stderrLines.some(hint) && !again.stderrLines.some(hint));
+  });
+});
+
 Deno.test("stderr holds JSON request log lines and never a password or a token", async () => {
   await withTempDir(async (dir) => {
     const password = "log-test-password-0123";

@@ -4,12 +4,15 @@
  * to its port gets no answer. Files it cannot read or use stop it with one line naming them.
  */
 import assert from "node:assert/strict";
-import { ensureDebianPackages } from "../peers/debian.ts";
+import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
 import { runServerToExit, startServer, withTempDir } from "./server.ts";
+
+const OPENSSL_WHY = "openssl, to make the test certificates";
+const noOpenssl = await skipWithoutPackages(["openssl"], OPENSSL_WHY);
 
 /** A self-signed certificate for 127.0.0.1 and localhost, valid one day: `{cert, key}` paths. */
 async function selfSigned(dir: string, name = "svc"): Promise<{ cert: string; key: string }> {
-  await ensureDebianPackages(["openssl"]);
+  await ensureDebianPackages(["openssl"], OPENSSL_WHY);
   const paths = { cert: `${dir}/${name}-cert.pem`, key: `${dir}/${name}-key.pem` };
   const output = await new Deno.Command("openssl", {
     args: [
@@ -41,7 +44,9 @@ async function selfSigned(dir: string, name = "svc"): Promise<{ cert: string; ke
   return paths;
 }
 
-Deno.test("SVC_TLS_CERT/SVC_TLS_KEY: the whole app over HTTPS, /agents with a token", async (t) => {
+Deno.test("SVC_TLS_CERT/SVC_TLS_KEY: the whole app over HTTPS, /agents with a token", {
+  ignore: noOpenssl,
+}, async (t) => {
   await withTempDir(async (dir) => {
     const { cert, key } = await selfSigned(dir);
     const server = await startServer({
@@ -98,7 +103,9 @@ function assertRefused(result: { code: number; stderr: string }, start: string) 
   assert.ok(lines[0]!.startsWith(start), lines[0]!);
 }
 
-Deno.test("start-up refuses TLS files it cannot read or use, naming the setting", async (t) => {
+Deno.test("start-up refuses TLS files it cannot read or use, naming the setting", {
+  ignore: noOpenssl,
+}, async (t) => {
   await withTempDir(async (dir) => {
     const { cert, key } = await selfSigned(dir);
     const other = await selfSigned(dir, "other");

@@ -60,8 +60,8 @@ Deno.test("the whole 1.0 tree is refused: unknown paths and methods too", async 
     ["GET", "/"],
     ["GET", "/nothing/here"],
     ["POST", "/agentLogin/extra/segments"],
-    ["GET", "/dnd/example.com/alice/"],
-    ["DELETE", "/handshake/example.com/"],
+    ["PUT", "/dnd/example.com/alice/extra/"],
+    ["DELETE", "/nothing/example.com/"],
   ];
   for (const [method, path] of unknown) {
     await expectRefused(await v1(ctx, method, path, undefined, { address: OTHER_V4 }), OTHER_V4);

@@ -19,6 +19,9 @@ import { freePort, readLines } from "./process.ts";
  * without declaring it as a dependency (the captcha's GD and ImageMagick bindings, IO::String for
  * the issuers, XML::Simple for CAS).
  */
+/** Why the tests install {@link CAS_PACKAGES}. */
+export const CAS_WHY = "a real CAS server (LemonLDAP::NG) for the CAS single sign-on tests";
+
 export const CAS_PACKAGES = [
   "liblemonldap-ng-portal-perl",
   "libplack-perl",
@@ -228,7 +231,7 @@ function cookies(response: Response): Map<string, string> {
 export async function startCasServer(
   { services, timeoutMs = 30_000 }: { services: string[]; timeoutMs?: number },
 ): Promise<CasServer> {
-  await ensureDebianPackages(CAS_PACKAGES);
+  await ensureDebianPackages(CAS_PACKAGES, CAS_WHY);
   const dir = await Deno.makeTempDir({ prefix: "svc-cas-" });
   let running: Running | null = null;
   try {

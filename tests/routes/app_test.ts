@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { requireAcl } from "../../lib/auth/guard.ts";
 import { MiB } from "../../lib/http.ts";
+import { peer } from "../legacy/fixtures.ts";
 import { bearer, ctiUser, login, postJson, setup, webServiceUser } from "../helpers.ts";
 
 Deno.test("GET /health and GET /ready", async (t) => {
@@ -56,6 +57,42 @@ Deno.test("unknown routes answer 404 NotFound in the error model", async () => {
     error: "NotFound",
     message: "no route for DELETE /svc/api/2.0/nothing/here",
   });
+});
+
+Deno.test("a known path with another method: 405 with Allow, in each area's error shape", async () => {
+  const ctx = await setup({ SVC_DEPRECATED_API_HOST: "127.0.0.1" });
+  const cases: [string, string, string, unknown][] = [
+    ["DELETE", "/health", "GET, HEAD", {
+      error: "MethodNotAllowed",
+      message: "DELETE is not allowed on /health (allowed: GET, HEAD)",
+    }],
+    ["GET", "/svc/api/2.0/dnd/alice", "POST", {
+      error: "MethodNotAllowed",
+      message: "GET is not allowed on /svc/api/2.0/dnd/alice (allowed: POST)",
+    }],
+    ["PATCH", "/svc/api/2.0/contact/personal", "GET, HEAD, POST, DELETE", {
+      error: "MethodNotAllowed",
+      message:
+        "PATCH is not allowed on /svc/api/2.0/contact/personal (allowed: GET, HEAD, POST, DELETE)",
+    }],
+    ["PATCH", "/1.1/users/export", "GET, HEAD", [
+      "Method Not Allowed - PATCH is not allowed on /1.1/users/export (allowed: GET, HEAD)",
+    ]],
+    ["GET", "/svc/api/1.0/dnd/demo/alice/", "POST", {
+      error: "MethodNotAllowed",
+      message: "GET is not allowed on /svc/api/1.0/dnd/demo/alice/ (allowed: POST)",
+    }],
+  ];
+  for (const [method, path, allow, body] of cases) {
+    // no token: the method is wrong whoever asks, and telling it leaks nothing
+    const response = await ctx.app.request(path, { method }, peer("127.0.0.1"));
+    assert.equal(response.status, 405, `${method} ${path}`);
+    assert.equal(response.headers.get("allow"), allow);
+    assert.deepEqual(await response.json(), body);
+  }
+  // a path no method answers stays 404, and the right method is not affected
+  assert.equal((await ctx.app.request("/svc/api/2.0/dnd", { method: "GET" })).status, 404);
+  assert.equal((await ctx.app.request("/health", { method: "HEAD" })).status, 200);
 });
 
 Deno.test("bodies over 1 MiB are refused with 413 before being read whole", async (t) => {

@@ -439,12 +439,14 @@ Deno.test("HEAD and GET /0.1/token/{token}: scope, forged, expired and orphaned 
     assert.equal(data.auth_id, String(crm.id));
   });
 
-  await t.step("DELETE (a revoke) and unknown paths: 404 in xivo-auth's form", async () => {
+  await t.step("DELETE (a revoke): 405, unknown paths: 404, in xivo-auth's form", async () => {
+    const revoke = await ctx.app.request(`${TOKEN}/${token}`, { method: "DELETE" });
+    assert.equal(revoke.headers.get("allow"), "GET, HEAD");
     await expectXivoError(
       ctx,
-      await ctx.app.request(`${TOKEN}/${token}`, { method: "DELETE" }),
-      404,
-      `no route for DELETE ${TOKEN}/${token}`,
+      revoke,
+      405,
+      `DELETE is not allowed on ${TOKEN}/${token} (allowed: GET, HEAD)`,
     );
     await expectXivoError(
       ctx,

@@ -130,16 +130,30 @@ Deno.test("a web service user logged in with agentd ACLs; a CTI user without the
 Deno.test("an unknown path below /agents: 404 in the daemon's form, no token needed", async () => {
   const { api, t } = await callCenter();
   const anonymous = agentdClient(t.ctx, {});
-  for (const [method, path] of [["GET", "/"], ["GET", "/by-id"], ["DELETE", "/by-id/1"]]) {
+  for (const [method, path] of [["GET", "/"], ["GET", "/by-id"], ["PUT", "/by-id/1/nothing"]]) {
     const message = `no route for ${method} /agents${path}`;
     await expectAgentdError(await api.call(method!, path!), 404, message);
     await expectAgentdError(await anonymous.call(method!, path!), 404, message);
   }
-  await expectAgentdError(
-    await api.get("/by-id/1/login"),
-    404,
-    "no route for GET /agents/by-id/1/login",
-  );
+});
+
+Deno.test("a known path below /agents with another method: 405 with Allow, in the daemon's form", async () => {
+  const { api, t } = await callCenter();
+  const anonymous = agentdClient(t.ctx, {});
+  for (
+    const [method, path, allow] of [
+      ["DELETE", "/by-id/1", "GET, HEAD"],
+      ["GET", "/by-id/1/login", "POST"],
+      ["PUT", "/logoff", "POST"],
+    ]
+  ) {
+    for (const client of [api, anonymous]) {
+      const response = await client.call(method!, path!);
+      assert.equal(response.headers.get("allow"), allow);
+      const message = `${method} is not allowed on /agents${path} (allowed: ${allow})`;
+      await expectAgentdError(response, 405, message);
+    }
+  }
 });
 
 Deno.test("a platform failure: 500 with the request id, logged, nothing leaked", async () => {

@@ -255,11 +255,15 @@ Deno.test("ACLs: a CTI user's login grants every route; each refuses a token wit
 
 Deno.test("paths at the root: unknown ones below /users/me/agents in the daemon's form, others not", async () => {
   const { me, t } = await bobsAgent();
-  await expectAgentdError(await me.call("DELETE", ""), 404, "no route for DELETE /users/me/agents");
+  await expectAgentdError(
+    await me.call("DELETE", ""),
+    405,
+    "DELETE is not allowed on /users/me/agents (allowed: GET, HEAD)",
+  );
   await expectAgentdError(
     await me.call("GET", "/login"),
-    404,
-    "no route for GET /users/me/agents/login",
+    405,
+    "GET is not allowed on /users/me/agents/login (allowed: POST)",
   );
   await expectAgentdError(await me.call("POST", "/x"), 404, "no route for POST /users/me/agents/x");
   // paths beside it are the app's
