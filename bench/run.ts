@@ -18,7 +18,8 @@
  * with 10,000 idle sockets of 10 users, held by `bench/ws_clients.ts` in a process of its own; then
  * the delay from `POST /dnd/{username}` to its `UserConfigUpdate` on each of the user's 1,000
  * sockets. Each next to a bare `Deno.serve` WebSocket server (`bench/ws_server.ts`) holding as many
- * sockets and broadcasting a message of the same size to 1,000 of them.
+ * sockets and broadcasting a message of the same size to 1,000 of them. `deno task bench cti` runs
+ * this part alone.
  *
  * Add a scenario by appending to `scenarios`: a name and a function answering what wrk requests.
  * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
@@ -923,6 +924,11 @@ function printSockets(): void {
 }
 
 async function main(): Promise<void> {
+  if (Deno.args[0] === "cti") { // `deno task bench cti`: the CTI socket part alone
+    await ctiSockets();
+    printSockets();
+    return;
+  }
   await ensureWrk();
   await using stack = new AsyncDisposableStack();
   const servers = await startServers(stack);

@@ -140,7 +140,7 @@ export async function userOfAgentLine(
  */
 export async function agentOfUser(
   services: Services,
-  user: UserRecord,
+  user: Pick<UserRecord, "id" | "line_ids">,
 ): Promise<AgentRecord | null> {
   const { store, platform } = services;
   const linked = await linkedAgentId(store, user.id);

@@ -7,9 +7,8 @@
  * that is no WebSocket upgrade 426 `UpgradeRequired`, a broken handshake 400 `BadRequest`.
  */
 import { type Context, Hono } from "hono";
-import { agentOfUser } from "../lib/agent_control.ts";
 import { readToken } from "../lib/auth/guard.ts";
-import { CtiSession } from "../lib/cti/hub.ts";
+import { CtiSession, CtiUser } from "../lib/cti/hub.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
@@ -61,25 +60,8 @@ export function ctiRoutes(services: Services): Hono<AppEnv> {
         `not a WebSocket handshake: ${(error as Error).message}`,
       );
     }
-    const { socket, response } = upgraded;
-    const session = new CtiSession(socket, identity, user, expiresAt, config.ctiSendBuffer);
-    // messages arriving before the greeting is sent wait for it, in order
-    let ready: Promise<unknown> = new Promise<void>((resolve) => {
-      socket.onopen = async () => {
-        try {
-          await cti.open(session, (await agentOfUser(services, user))?.id ?? null);
-        } catch (error) {
-          services.logger.error("CTI socket could not open", { error: String(error) });
-          session.close(1011, "the server could not read the user's state");
-        }
-        resolve();
-      };
-    });
-    socket.onmessage = (event) => {
-      ready = ready.then(() => handleMessage(services, session, event.data));
-    };
-    socket.onclose = () => cti.detach(session);
-    socket.onerror = () => {}; // a reset connection; onclose follows
-    return response;
+    // the session listens to its socket: it greets on open, runs messages, detaches on close
+    new CtiSession(cti, upgraded.socket, identity, new CtiUser(user), expiresAt, handleMessage);
+    return upgraded.response;
   });
 }

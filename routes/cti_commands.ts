@@ -113,8 +113,8 @@ export async function handleMessage(
     // the user as it is now: services, lines and agent may have changed since the socket opened
     const user = await getUser(services.store, session.user.id);
     if (!user) throw new ApiError(400, "UserNotFound", "the socket's user no longer exists");
-    session.user = user;
-    await run(services, session, name, fields);
+    services.cti.refresh(session, user); // every socket of the user shows it from now on
+    await run(services, session, user, name, fields);
   } catch (error) {
     session.send(errorMessage(services, error, command));
   }
@@ -142,12 +142,12 @@ const refusalCode = (refusal: PlatformRefusal) => REFUSAL_CODES[refusal.reason] 
 async function run(
   services: Services,
   session: CtiSession,
+  user: UserRecord,
   name: CommandName,
   raw: Record<string, unknown>,
 ): Promise<void> {
   const fields = <N extends CommandName>(command: N): Command<N> =>
     checkBody(commandSchemas[command], raw, "BadRequest") as Command<N>;
-  const user = session.user;
   switch (name) {
     case "dial": {
       const dial = dialOf.number(raw);
@@ -188,7 +188,7 @@ async function run(
       }
       const { exten, context } = await loginExtension(services, user, agentphonenumber);
       await services.platform.agentLogin(agent, exten, context);
-      session.agentId = agent.id;
+      session.user.agentId = agent.id;
       return;
     }
     case "agentLogout":
@@ -212,9 +212,9 @@ async function run(
       return session.send(userConfig(user));
     }
     case "getAgentStates":
-      return await sendAgentStates(services, session);
+      return await sendAgentStates(services, session, user);
     case "subscribeToAgentEvents":
-      session.allAgents = mayReadAgents(session);
+      if (mayReadAgents(session)) services.cti.followAllAgents(session);
       return;
   }
 }
@@ -227,10 +227,14 @@ const mayReadAgents = (session: CtiSession) =>
  * One `AgentStateEvent` per agent the user may see: every agent with `agentd.agents.read`, else
  * the user's own.
  */
-async function sendAgentStates(services: Services, session: CtiSession): Promise<void> {
+async function sendAgentStates(
+  services: Services,
+  session: CtiSession,
+  user: UserRecord,
+): Promise<void> {
   const agents = mayReadAgents(session)
     ? await listAgents(services.store)
-    : [await agentOfUser(services, session.user)].filter((agent) => agent !== null);
+    : [await agentOfUser(services, user)].filter((agent) => agent !== null);
   for (const status of await agentStatuses(services, agents)) {
     session.send({
       msgType: "AgentStateEvent",

@@ -7,10 +7,17 @@
  *   them with the agent daemon's `agentd.agents.read`.
  * - Phone statuses (the user's own phone, the numbers of the user's personal contacts) are read
  *   from the platform whenever its status version moves, every `STATUS_POLL_MS` at most, in one
- *   read for every socket; each socket is sent the statuses that changed for it.
+ *   read for every socket; each user's sockets are sent the statuses that changed for that user.
  * - A socket whose unsent bytes pass the send buffer setting is closed (4008): a slow reader never
  *   holds back the others nor grows the process. Its token's expiry closes it too (4001).
+ *
+ * Memory (docs/cti.md, "Memory"): what a socket costs above Deno's own WebSocket is kept to one
+ * small {@link CtiSession}. What is the same for every socket of a user (the user's configuration,
+ * number, contacts, statuses, agent) is one {@link CtiUser}, each message to a user is serialised
+ * once for all of the user's sockets, the socket's events go to the session itself (no closures),
+ * and one timer closes the sockets whose token expired.
  */
+import { agentOfUser } from "../agent_control.ts";
 import type { Identity } from "../auth/tokens.ts";
 import type { LogEntry } from "../events/outbox.ts";
 import type { PhoneStatus } from "../platform/port.ts";
@@ -18,76 +25,150 @@ import type { Services } from "../services.ts";
 import { listContacts } from "../store/contacts.ts";
 import { getExtension } from "../store/extensions.ts";
 import { getLine } from "../store/lines.ts";
-import type { UserRecord } from "../store/users.ts";
+import { getUser, type UserRecord } from "../store/users.ts";
+import { ExpiryQueue } from "./expiry.ts";
 import {
   type CtiMessage,
   eventToCti,
   loggedOn,
   phoneHintStatus,
   phoneStatusUpdate,
-  userConfig,
+  type UserConfig,
+  userConfigOf,
 } from "./messages.ts";
 
 /** How often the platform's status version is looked at while sockets watch numbers. */
 export const STATUS_POLL_MS = 200;
-/** How often a socket's personal contacts are read again (their numbers are watched). */
-const CONTACTS_REFRESH_MS = 30_000;
+/** How often a user's personal contacts (their numbers are watched) and record are read again. */
+const REFRESH_MS = 30_000;
 
 /** Close codes of the socket (docs/cti.md). */
 export const CLOSE = {
   tokenExpired: 4001,
   slowReader: 4008,
   shutdown: 1001,
+  openFailed: 1011,
 } as const;
 
 /** What the hub needs of a WebSocket (a `WebSocket` of `Deno.upgradeWebSocket`). */
 export interface CtiSocket {
   send(data: string): void;
   close(code?: number, reason?: string): void;
+  addEventListener(
+    type: string,
+    listener: EventListenerObject,
+    options?: AddEventListenerOptions,
+  ): void;
   readonly bufferedAmount: number;
   readonly readyState: number;
 }
 
-/** One open socket. */
-export class CtiSession {
+/** Runs one message a client sent (routes/cti_commands.ts); it reports its own failures. */
+export type MessageHandler = (
+  services: Services,
+  session: CtiSession,
+  data: unknown,
+) => Promise<void>;
+
+/**
+ * One user's sockets in this process and what they share: the user as the sockets show it (no
+ * password hash, no other field of the record), the user's number, the statuses last sent, the
+ * user's agent.
+ */
+export class CtiUser {
+  readonly sessions = new Set<CtiSession>();
+  readonly id: number;
+  readonly username: string;
+  /** What `UserConfigUpdate` says of the user, as last read from the store. */
+  config: UserConfig;
   /** The user's agent (linked, or logged on one of the user's lines), null when none. */
   agentId: number | null = null;
-  /** Sent every agent's state (`subscribeToAgentEvents` with `agentd.agents.read`). */
-  allAgents = false;
   /** The user's own number (main line's extension), null without one. */
   phoneNumber: string | null = null;
+  ownStatus: PhoneStatus | null = null;
   /** Numbers of the personal contacts, with the status last sent for each. */
   hints = new Map<string, PhoneStatus | null>();
-  ownStatus: PhoneStatus | null = null;
-  contactsReadAt = 0;
+  /** When the contacts (and, after the open, the record) were last read. */
+  refreshedAt = 0;
+
+  constructor(record: UserRecord) {
+    this.id = record.id;
+    this.username = record.username ?? "";
+    this.config = userConfigOf(record);
+  }
+
+  /** Sends `message` to every socket of the user, serialised once. */
+  send(message: CtiMessage): void {
+    const text = JSON.stringify(message);
+    for (const session of this.sessions) session.sendText(text);
+  }
+}
+
+/**
+ * One open socket. It is its socket's event listener (`handleEvent`), so that a socket costs no
+ * closure; until the socket opens, `user` is the user read before the upgrade, then the one
+ * {@link CtiUser} every socket of that user shares.
+ */
+export class CtiSession implements EventListenerObject {
   #closed = false;
-  cancelExpiry: () => void = () => {};
+  /** The messages being run, in order, the greeting first; null when none is. */
+  #running: Promise<void> | null = null;
 
   constructor(
+    readonly hub: CtiHub,
     readonly socket: CtiSocket,
     readonly identity: Identity,
-    public user: UserRecord,
+    public user: CtiUser,
     readonly tokenExpiresAt: number,
-    readonly sendBuffer: number,
-  ) {}
+    readonly onMessage: MessageHandler,
+  ) {
+    socket.addEventListener("open", this, { once: true });
+    socket.addEventListener("message", this);
+    socket.addEventListener("close", this, { once: true });
+    // no "error" listener: a reset connection is followed by "close", which detaches the session
+  }
 
   get username(): string {
-    return this.user.username ?? "";
+    return this.user.username;
   }
 
   get closed(): boolean {
     return this.#closed || this.socket.readyState > 1;
   }
 
+  handleEvent(event: Event): void {
+    if (event.type === "message") {
+      const { data } = event as MessageEvent;
+      // messages arriving before the greeting is sent wait for it, in order
+      this.#run(() => this.onMessage(this.hub.services, this, data));
+    } else if (event.type === "open") this.#run(() => this.hub.open(this));
+    else if (event.type === "close") this.hub.detach(this);
+  }
+
+  #run(task: () => Promise<void>): void {
+    const running = (this.#running ?? Promise.resolve()).then(task).catch((error) => {
+      this.hub.services.logger.error("CTI socket task failed", { error: String(error) });
+    });
+    this.#running = running;
+    running.then(() => {
+      if (this.#running === running) this.#running = null; // idle: hold no promise
+    });
+  }
+
   /** Sends `message`, or closes the socket when the client is too far behind. */
   send(message: CtiMessage): void {
+    this.sendText(JSON.stringify(message));
+  }
+
+  /** Sends a serialised message (see {@link send}). */
+  sendText(text: string): void {
     if (this.closed) return;
-    if (this.socket.bufferedAmount > this.sendBuffer) {
+    if (this.socket.bufferedAmount > this.hub.services.config.ctiSendBuffer) {
       this.close(CLOSE.slowReader, "send buffer full: the client reads too slowly");
       return;
     }
     try {
-      this.socket.send(JSON.stringify(message));
+      this.socket.send(text);
     } catch {
       this.#closed = true; // closed under us: the close event detaches it
     }
@@ -96,18 +177,15 @@ export class CtiSession {
   close(code: number, reason: string): void {
     if (this.closed) return;
     this.#closed = true;
-    this.cancelExpiry();
     try {
       this.socket.close(code, reason);
     } catch { /* already closing */ }
   }
 }
 
-const configOf = (user: UserRecord) => userConfig(user).ctiMessage as Record<string, unknown>;
-
 /** The user's own number: the first extension of the main line. */
-async function ownNumber(services: Services, user: UserRecord): Promise<string | null> {
-  const lineId = user.line_ids[0];
+async function ownNumber(services: Services, lineIds: number[]): Promise<string | null> {
+  const lineId = lineIds[0];
   const line = lineId === undefined ? null : await getLine(services.store, lineId);
   const extensionId = line?.extension_ids[0];
   const extension = extensionId === undefined
@@ -117,63 +195,102 @@ async function ownNumber(services: Services, user: UserRecord): Promise<string |
 }
 
 export class CtiHub {
-  readonly #byUser = new Map<string, Set<CtiSession>>();
+  readonly #byUser = new Map<string, CtiUser>();
+  /** Sessions sent every agent's state (`subscribeToAgentEvents` with `agentd.agents.read`). */
+  readonly #allAgents = new Set<CtiSession>();
+  /** Open sessions, closed by one timer as their tokens expire. */
+  readonly #expiries: ExpiryQueue<CtiSession>;
   #unsubscribe: (() => void) | null = null;
   #cancelPoll: (() => void) | null = null;
   #statusVersion: number | null = null;
   #polling: Promise<void> | null = null;
 
-  constructor(readonly services: Services) {}
+  constructor(readonly services: Services) {
+    this.#expiries = new ExpiryQueue(
+      services.clock,
+      (session) => session.tokenExpiresAt,
+      (session) => session.close(CLOSE.tokenExpired, "token expired: sign in again and reconnect"),
+    );
+  }
 
   /** Sockets open now. */
   get size(): number {
     let size = 0;
-    for (const sessions of this.#byUser.values()) size += sessions.size;
+    for (const user of this.#byUser.values()) size += user.sessions.size;
     return size;
   }
 
   /** How many sockets `username` holds in this process. */
   count(username: string): number {
-    return this.#byUser.get(username)?.size ?? 0;
+    return this.#byUser.get(username)?.sessions.size ?? 0;
   }
 
   /**
-   * Registers an open socket and sends the greeting: `LoggedOn`, the user's configuration, the
-   * own phone's status and the personal contacts' statuses.
+   * Registers a socket that opened and sends the greeting: `LoggedOn`, the user's configuration,
+   * the own phone's status and the personal contacts' statuses. When the user's state cannot be
+   * read the socket is closed (1011).
    */
-  async open(session: CtiSession, agentId: number | null): Promise<void> {
+  async open(session: CtiSession): Promise<void> {
+    try {
+      await this.#open(session);
+    } catch (error) {
+      this.services.logger.error("CTI socket could not open", { error: String(error) });
+      session.close(CLOSE.openFailed, "the server could not read the user's state");
+    }
+  }
+
+  async #open(session: CtiSession): Promise<void> {
     const { services } = this;
-    session.agentId = agentId;
-    session.phoneNumber = await ownNumber(services, session.user);
-    const delay = Math.max(0, session.tokenExpiresAt - services.clock.now());
-    session.cancelExpiry = services.clock.after(
-      delay,
-      () => session.close(CLOSE.tokenExpired, "token expired: sign in again and reconnect"),
-    );
-    let sessions = this.#byUser.get(session.username);
-    if (!sessions) this.#byUser.set(session.username, sessions = new Set());
-    sessions.add(session);
+    const read = session.user; // as read before the upgrade
+    const lineIds = read.config.lineIds;
+    const agentId = (await agentOfUser(services, { id: read.id, line_ids: lineIds }))?.id ?? null;
+    const phoneNumber = await ownNumber(services, lineIds);
+    if (session.closed) return; // gone meanwhile: its close event has come already
+    const user = this.#byUser.get(read.username) ?? read;
+    this.#byUser.set(user.username, user);
+    user.config = read.config; // the newest read, for every socket of the user
+    user.agentId = agentId;
+    if (user.phoneNumber !== phoneNumber) {
+      user.phoneNumber = phoneNumber;
+      user.ownStatus = null;
+    }
+    session.user = user;
+    user.sessions.add(session);
+    this.#expiries.add(session);
     this.#unsubscribe ??= services.feed.subscribe((entries) => this.#dispatch(entries));
-    session.send(loggedOn(session.user, session.phoneNumber));
-    session.send(userConfig(session.user));
-    await this.#readContacts(session);
-    await this.#sendStatuses([session], true);
+    session.send(loggedOn(user, phoneNumber));
+    session.send({ msgType: "UserConfigUpdate", ctiMessage: user.config });
+    await this.#readContacts(user);
+    await this.#sendStatuses([user], session);
     this.#startPolling();
   }
 
   /** Forgets a closed socket. */
   detach(session: CtiSession): void {
-    session.cancelExpiry();
-    const sessions = this.#byUser.get(session.username);
-    sessions?.delete(session);
-    if (sessions?.size === 0) this.#byUser.delete(session.username);
+    this.#expiries.delete(session);
+    this.#allAgents.delete(session);
+    const user = session.user;
+    if (!user.sessions.delete(session)) return; // never opened
+    if (user.sessions.size === 0 && this.#byUser.get(user.username) === user) {
+      this.#byUser.delete(user.username);
+    }
     if (this.#byUser.size === 0) this.#stop();
+  }
+
+  /** The user as just read from the store (by a command), for every socket of the user. */
+  refresh(session: CtiSession, record: UserRecord): void {
+    session.user.config = userConfigOf(record);
+  }
+
+  /** Sends `session` every agent's state from now on. */
+  followAllAgents(session: CtiSession): void {
+    if (session.user.sessions.has(session)) this.#allAgents.add(session);
   }
 
   /** Closes every socket (server shutdown). */
   close(): void {
-    for (const sessions of [...this.#byUser.values()]) {
-      for (const session of [...sessions]) {
+    for (const user of [...this.#byUser.values()]) {
+      for (const session of [...user.sessions]) {
         session.close(CLOSE.shutdown, "server shutting down");
         this.detach(session);
       }
@@ -188,48 +305,40 @@ export class CtiHub {
     this.#cancelPoll = null;
   }
 
-  /** Hands each event to the sockets it is for. */
+  /** Hands each event to the sockets it is for, serialised once per event and user. */
   #dispatch(entries: LogEntry[]): void {
     for (const { event } of entries) {
       const message = event.message;
-      const toUser = this.#byUser.get(event.username);
-      if (message.msgType !== "AgentStateEvent") {
-        if (!toUser) continue;
-        const cti = eventToCti(event);
-        for (const session of toUser) {
-          // with the names, as on open: the event itself carries only the services
-          session.send(
-            message.msgType === "UserConfigUpdate"
-              ? {
-                msgType: cti.msgType,
-                ctiMessage: { ...configOf(session.user), ...cti.ctiMessage as object },
-              }
-              : cti,
-          );
+      const user = this.#byUser.get(event.username);
+      if (message.msgType === "PhoneEvent") {
+        user?.send(message);
+      } else if (message.msgType === "UserConfigUpdate") {
+        // with the names, as on open: the event itself carries only the services
+        const { msgType, ...fields } = message;
+        user?.send({ msgType, ctiMessage: { ...user.config, ...fields } });
+      } else {
+        // the agent logged on the user's line is the user's agent from now on (as agentOfUser says)
+        if (user) user.agentId = message.agentId;
+        const text = JSON.stringify(eventToCti(event));
+        for (const each of this.#byUser.values()) {
+          if (each.agentId !== message.agentId) continue;
+          for (const session of each.sessions) session.sendText(text);
         }
-        continue;
-      }
-      const cti = eventToCti(event);
-      // the agent logged on the user's line is the user's agent from now on (as agentOfUser says)
-      for (const session of toUser ?? []) session.agentId = message.agentId;
-      for (const sessions of this.#byUser.values()) {
-        for (const session of sessions) {
-          if (session.allAgents || session.agentId === message.agentId) session.send(cti);
+        for (const session of this.#allAgents) {
+          if (session.user.agentId !== message.agentId) session.sendText(text);
         }
       }
     }
   }
 
-  /** Reads the user's contact numbers once for all `sessions` (the same user's sockets). */
-  async #readContacts(...sessions: CtiSession[]): Promise<void> {
-    const contacts = await listContacts(this.services.store, sessions[0]!.user.id);
+  /** Reads the user's contact numbers, once for all of the user's sockets. */
+  async #readContacts(user: CtiUser): Promise<void> {
+    const contacts = await listContacts(this.services.store, user.id);
     const numbers = new Set(contacts.map((contact) => contact.number).filter(Boolean));
-    for (const session of sessions) {
-      const hints = new Map<string, PhoneStatus | null>();
-      for (const number of numbers) hints.set(number, session.hints.get(number) ?? null);
-      session.hints = hints;
-      session.contactsReadAt = this.services.clock.now();
-    }
+    const hints = new Map<string, PhoneStatus | null>();
+    for (const number of numbers) hints.set(number, user.hints.get(number) ?? null);
+    user.hints = hints;
+    user.refreshedAt = this.services.clock.now();
   }
 
   #startPolling(): void {
@@ -248,38 +357,47 @@ export class CtiHub {
 
   /** Sends the statuses that changed, when the platform says some may have. */
   async #pollStatuses(): Promise<void> {
-    const { clock, platform } = this.services;
-    const sessions = [...this.#byUser.values()].flatMap((set) => [...set]);
+    const { clock, platform, store } = this.services;
     const now = clock.now();
-    for (const userSessions of this.#byUser.values()) {
-      const due = [...userSessions].filter((s) => now - s.contactsReadAt >= CONTACTS_REFRESH_MS);
-      if (due.length) await this.#readContacts(...due); // one read for the user's sockets
+    for (const user of [...this.#byUser.values()]) {
+      if (now - user.refreshedAt < REFRESH_MS) continue;
+      await this.#readContacts(user);
+      // names, mobile, lines changed in confd show in the next UserConfigUpdate of every socket
+      const record = await getUser(store, user.id);
+      if (record) user.config = userConfigOf(record);
     }
     const version = platform.phoneStatusVersion();
     if (version !== null && version === this.#statusVersion) return;
-    await this.#sendStatuses(sessions, false);
+    await this.#sendStatuses([...this.#byUser.values()]);
     this.#statusVersion = version;
   }
 
-  /** Reads the statuses `sessions` watch in one platform call; sends the changed ones (all). */
-  async #sendStatuses(sessions: CtiSession[], all: boolean): Promise<void> {
+  /**
+   * Reads the statuses `users` watch in one platform call; sends each user's sockets those that
+   * changed, and `greeted` (a socket just opened) all of its user's.
+   */
+  async #sendStatuses(users: CtiUser[], greeted?: CtiSession): Promise<void> {
     const numbers = new Set<string>();
-    for (const session of sessions) {
-      if (session.phoneNumber !== null) numbers.add(session.phoneNumber);
-      for (const number of session.hints.keys()) numbers.add(number);
+    for (const user of users) {
+      if (user.phoneNumber !== null) numbers.add(user.phoneNumber);
+      for (const number of user.hints.keys()) numbers.add(number);
     }
     if (numbers.size === 0) return;
     const statuses = await this.services.platform.phoneStatuses([...numbers]);
-    for (const session of sessions) {
-      if (session.phoneNumber !== null) {
-        const status = statuses.get(session.phoneNumber) ?? -2;
-        if (all || status !== session.ownStatus) session.send(phoneStatusUpdate(status));
-        session.ownStatus = status;
+    for (const user of users) {
+      const send = (last: PhoneStatus | null, status: PhoneStatus, message: CtiMessage) => {
+        if (status !== last) user.send(message);
+        else if (greeted?.user === user) greeted.send(message);
+      };
+      if (user.phoneNumber !== null) {
+        const status = statuses.get(user.phoneNumber) ?? -2;
+        send(user.ownStatus, status, phoneStatusUpdate(status));
+        user.ownStatus = status;
       }
-      for (const [number, last] of session.hints) {
+      for (const [number, last] of user.hints) {
         const status = statuses.get(number) ?? -2;
-        if (all || status !== last) session.send(phoneHintStatus(number, status));
-        session.hints.set(number, status);
+        send(last, status, phoneHintStatus(number, status));
+        user.hints.set(number, status);
       }
     }
   }

@@ -22,31 +22,52 @@ export function eventToCti(event: EventMessage): CtiMessage {
   return { msgType, ctiMessage: rest };
 }
 
-/** `UserConfigUpdate` with the user's names, as the socket sends it on open and on `getConfig`. */
-export function userConfig(user: UserRecord): CtiMessage {
+/** The `ctiMessage` of `UserConfigUpdate`: the user's names, mobile number, lines, DND, forwards. */
+export interface UserConfig {
+  userId: number;
+  firstName: string;
+  lastName: string;
+  fullName: string;
+  mobileNumber: string;
+  lineIds: number[];
+  dndEnabled: boolean;
+  uncFwdEnabled: boolean;
+  uncFwdDestination: string;
+  naFwdEnabled: boolean;
+  naFwdDestination: string;
+  busyFwdEnabled: boolean;
+  busyFwdDestination: string;
+}
+
+export function userConfigOf(user: UserRecord): UserConfig {
   const { busy, noanswer, unconditional } = user.forwards;
-  const fullName = [user.firstname, user.lastname].filter((part) => part).join(" ");
   return {
-    msgType: "UserConfigUpdate",
-    ctiMessage: {
-      userId: user.id,
-      firstName: user.firstname,
-      lastName: user.lastname ?? "",
-      fullName,
-      mobileNumber: user.mobile_phone_number ?? "",
-      lineIds: user.line_ids,
-      dndEnabled: user.services.dnd.enabled,
-      uncFwdEnabled: unconditional.enabled,
-      uncFwdDestination: unconditional.destination ?? "",
-      naFwdEnabled: noanswer.enabled,
-      naFwdDestination: noanswer.destination ?? "",
-      busyFwdEnabled: busy.enabled,
-      busyFwdDestination: busy.destination ?? "",
-    },
+    userId: user.id,
+    firstName: user.firstname,
+    lastName: user.lastname ?? "",
+    fullName: [user.firstname, user.lastname].filter((part) => part).join(" "),
+    mobileNumber: user.mobile_phone_number ?? "",
+    lineIds: user.line_ids,
+    dndEnabled: user.services.dnd.enabled,
+    uncFwdEnabled: unconditional.enabled,
+    uncFwdDestination: unconditional.destination ?? "",
+    naFwdEnabled: noanswer.enabled,
+    naFwdDestination: noanswer.destination ?? "",
+    busyFwdEnabled: busy.enabled,
+    busyFwdDestination: busy.destination ?? "",
   };
 }
 
-export const loggedOn = (user: UserRecord, phoneNumber: string | null): CtiMessage => ({
+/** `UserConfigUpdate` with the user's names, as the socket sends it on open and on `getConfig`. */
+export const userConfig = (user: UserRecord): CtiMessage => ({
+  msgType: "UserConfigUpdate",
+  ctiMessage: userConfigOf(user),
+});
+
+export const loggedOn = (
+  user: { id: number; username: string },
+  phoneNumber: string | null,
+): CtiMessage => ({
   msgType: "LoggedOn",
   ctiMessage: { userId: user.id, username: user.username, phoneNumber: phoneNumber ?? "" },
 });

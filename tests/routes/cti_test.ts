@@ -478,6 +478,75 @@ Deno.test("the token's expiry closes the socket with 4001", async () => {
   }
 });
 
+Deno.test("one timer closes each socket at its own token's expiry, whatever the order they opened in", async () => {
+  const f = await fixture();
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    const identity = { userId: String(alice.id), login: "alice", userType: "cti" as const };
+    const tokenFor = async (ttl: number) =>
+      (await f.ctx.services.tokens.issue({ ...identity, acls: ["alias.ctiuser"] }, ttl)).token;
+    // the latest expiry opens first: the one opened last expires first
+    const late = await f.open(await tokenFor(120));
+    const leaving = await f.open(await tokenFor(90));
+    const early = await f.open(await tokenFor(60));
+    leaving.socket.close(); // gone before its expiry: the others still close on time
+    await leaving.closed;
+    await f.ctx.clock.advance(59_999);
+    late.send({ claz: "ping" });
+    await late.type("Pong");
+    assert.equal(early.socket.readyState, WebSocket.OPEN);
+    await f.ctx.clock.advance(1);
+    const first = await early.closed;
+    assert.deepEqual([first.code, first.reason], [
+      4001,
+      "token expired: sign in again and reconnect",
+    ]);
+    late.send({ claz: "ping" });
+    await late.type("Pong");
+    assert.equal(late.socket.readyState, WebSocket.OPEN);
+    await f.ctx.clock.advance(60_000);
+    assert.equal((await late.closed).code, 4001);
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("a user changed in confd shows in the UserConfigUpdate of every socket of the user", async () => {
+  const f = await fixture();
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    const token = await login(f.ctx, "login", "alice");
+    const [one, two] = [await f.open(token), await f.open(token)];
+    for (const client of [one, two]) await client.type("UserConfigUpdate");
+    const ws = await webServiceUser(f.ctx, ["svc.rest.dnd.#"]);
+    const wsToken = await login(f.ctx, "webservice", ws.login);
+    const dnd = async (state: boolean) => {
+      const response = await postJson(f.ctx, `${V2}/dnd/alice`, { state }, bearer(wsToken));
+      assert.equal(response.status, 200);
+      for (const client of [one, two]) {
+        const update = await client.type("UserConfigUpdate");
+        assert.equal(update.ctiMessage.dndEnabled, state);
+      }
+      return [one, two].map((client) => client.messages.at(-1)!.ctiMessage.fullName);
+    };
+    const rename = async (firstname: string) => {
+      const put = await f.api.put(`/users/${alice.id}`, { firstname, lastname: "Martin" });
+      assert.equal(put.status, 204);
+    };
+    // a command on one socket reads the user again, for both sockets
+    await rename("Alicia");
+    one.web("getConfig");
+    assert.equal((await one.type("UserConfigUpdate")).ctiMessage.fullName, "Alicia Martin");
+    assert.deepEqual(await dnd(true), ["Alicia Martin", "Alicia Martin"]);
+    // without a command, the user is read again with the personal contacts, every 30 s
+    await rename("Alison");
+    await f.ctx.clock.advance(30_000);
+    assert.deepEqual(await dnd(false), ["Alison Martin", "Alison Martin"]);
+  } finally {
+    await f.close();
+  }
+});
+
 /** A masked client text frame (RFC 6455 §5.2), for a client that never reads. */
 function textFrame(text: string): Uint8Array {
   const payload = new TextEncoder().encode(text);
