@@ -3,6 +3,7 @@
  * API share: their success answer, the body codes of the spec's errors 7, the user their path
  * names, and how a DND or forward change is answered.
  */
+import { z } from "zod";
 import { ApiError, PlatformUnavailable } from "./errors.ts";
 import type { BodyCodes } from "./http.ts";
 import type { Platform } from "./platform/port.ts";
@@ -19,6 +20,9 @@ import {
 
 /** The answer of every dial, DND and forward route. */
 export const SUCCESS = { res: "success" } as const;
+
+/** {@link SUCCESS}'s schema, for the OpenAPI document. */
+export const SUCCESS_BODY = z.object({ res: z.literal("success") });
 
 /** The codes of the spec's errors 7 (DND, forwards). */
 export const SERVICE_BODY: BodyCodes = {

@@ -44,7 +44,10 @@ const destinationField = z.string(required("a string")).max(
   `longer than ${MAX_DESTINATION_LENGTH} characters`,
 );
 /** Checked by {@link callVariables}, which words its own messages. */
-const variablesField = z.unknown().optional();
+const variablesField = z.unknown().optional().meta({
+  description: "Channel variables: an object of at most 32 strings, each key 1 to 64 letters, " +
+    "digits or _",
+});
 /** The user to call, by username. */
 const usernameField = z.string(required("a string")).max(256);
 const callerIdField = z.string(required("a string")).max(
@@ -77,6 +80,15 @@ export const toQueueSchema = bodyObject({
   callerIdNumber: callerIdField,
   variables: variablesField,
 });
+
+/** The bodies the dial routes read, by route: for the OpenAPI document. */
+export const DIAL_SCHEMAS = {
+  number: numberSchemas.destination,
+  legacyNumber: numberSchemas.number,
+  user: userSchema,
+  fromQueue: fromQueueSchema,
+  toQueue: toQueueSchema,
+};
 
 /** The number to dial; 400 naming the body's `field` when nothing dialable is left. */
 export function dialledNumber(raw: string, field = "destination"): string {

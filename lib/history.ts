@@ -12,6 +12,7 @@
  * `?size=1.5`, `?days=0`) answers 400 `BadRequest`, the code of dial's invalid requests (the spec
  * names no code for a bad query value; `JsonErrorDecoding` is about bodies).
  */
+import { z } from "zod";
 import type { Context } from "hono";
 import { ApiError } from "./errors.ts";
 import type { Services } from "./services.ts";
@@ -35,6 +36,17 @@ export interface HistoryEntry {
   dstNum: string;
   status: CallRecord["status"];
 }
+
+/** {@link HistoryEntry}'s schema, for the OpenAPI document. */
+export const HISTORY_ENTRY = z.object({
+  start: z.string().meta({ description: "YYYY-MM-DD HH:MM:SS, UTC" }),
+  duration: z.string().meta({ description: "HH:MM:SS from answer to hang-up" }),
+  srcUsername: z.string(),
+  dstUsername: z.string(),
+  srcNum: z.string(),
+  dstNum: z.string(),
+  status: z.enum(["emitted", "answered", "missed"]),
+});
 
 /** `YYYY-MM-DD HH:MM:SS` in UTC. */
 export function formatStart(ms: number): string {

@@ -24,6 +24,7 @@
  *   running a request holds the key until the lease ends; then the key is free and a retry runs
  *   the command again (see the decision for why not 409 for 24 h).
  */
+import { idempotentTag } from "./openapi/operation.ts";
 import type { Context, MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ApiError } from "./errors.ts";
@@ -205,7 +206,7 @@ export function idempotent(
   { store, clock, logger }: Pick<Services, "store" | "clock" | "logger">,
   { caller: callerOf = tokenCaller, refuse = apiRefusal }: IdempotencyOptions = {},
 ): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return idempotentTag(async (c, next) => {
     const header = c.req.header("idempotency-key");
     if (header === undefined) return await next();
     const key = parseIdempotencyKey(header);
@@ -266,7 +267,7 @@ export function idempotent(
       // the command ran: its answer goes out; a retry after the lease runs it again
       logger.error("idempotent answer not kept", { requestId, error: String(error) });
     }
-  };
+  });
 
   /** Renews the claim every third of its lease until the answer; answers the stop function. */
   function renewWhileRunning(caller: string, key: string, claim: string): () => void {

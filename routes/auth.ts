@@ -4,6 +4,7 @@
  * (Kerberos SPNEGO), `GET /auth/cas` (a CAS service ticket) and `GET /auth/oidc` (an OpenID Connect
  * access token), each answering its "not configured" error while its setting is unset.
  */
+import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { z } from "zod";
 import { CTI_USER_ALIAS } from "../lib/auth/acl.ts";
@@ -21,6 +22,27 @@ import { findUserByUsername, getUser } from "../lib/store/users.ts";
 import { findWebServiceUserByLogin, getWebServiceUser } from "../lib/store/webservice_users.ts";
 
 const credentialsSchema = z.object({ login: z.string(), password: z.string() });
+
+/** Every route's answer: the login, a new token and its time to live in seconds. */
+const tokenBody = z.object({ login: z.string(), token: z.string(), TTL: z.int() });
+
+const credentialsDoc = (summary: string): OperationMeta => ({
+  summary,
+  body: credentialsSchema,
+  responses: { 200: tokenBody },
+  errors: {
+    400: "`InvalidJson`: no body, not JSON, or off the model",
+    401: "`InvalidCredentials`",
+    429: "`TooManyAttempts`: wait `Retry-After` seconds",
+  },
+});
+
+const ssoDoc = (summary: string, errors: Record<number, string>, query?: z.ZodObject) => ({
+  summary,
+  ...(query ? { query } : {}),
+  responses: { 200: tokenBody },
+  errors: { 401: "`UserNotFound`: the login is no CTI user's", ...errors },
+});
 
 export function authRoutes(services: Services) {
   const { store, tokens, throttle, clock, config } = services;
@@ -62,86 +84,129 @@ export function authRoutes(services: Services) {
   }
 
   return new Hono<AppEnv>()
-    .post("/auth/login", async (c) => {
-      const body = await readJson(c, credentialsSchema, "InvalidJson");
-      const user = await authenticate(
-        throttle,
-        "cti",
-        body,
-        (login) => findUserByUsername(store, login),
-      );
-      return c.json(
-        await tokenResult({
-          userId: String(user.id),
-          login: body.login,
-          userType: "cti",
-          acls: [CTI_USER_ALIAS],
-        }),
-      );
-    })
-    .post("/auth/webservice", async (c) => {
-      const body = await readJson(c, credentialsSchema, "InvalidJson");
-      const user = await authenticate(
-        throttle,
-        "webservice",
-        body,
-        (login) => findWebServiceUserByLogin(store, login),
-      );
-      return c.json(
-        await tokenResult({
-          userId: String(user.id),
-          login: user.login,
-          userType: "webservice",
-          acls: user.acls,
-        }),
-      );
-    })
-    .get("/auth/check", async (c) => {
-      const identity = await tokens.verify(readToken(c));
-      const id = Number(identity.userId);
-      const user = identity.userType === "cti"
-        ? await getUser(store, id)
-        : await getWebServiceUser(store, id);
-      if (!user) throw new ApiError(401, "UserNotFound", "the token's user no longer exists");
-      return c.json(await tokenResult(identity));
-    })
-    .get("/auth/sso", async (c) => {
-      if (!kerberos) {
-        throw new ApiError(
-          401,
-          "SsoAuthenticationFailed",
-          "Kerberos single sign-on is not configured",
+    .post(
+      "/auth/login",
+      operation(credentialsDoc("A CTI user's token"), async (c) => {
+        const body = await readJson(c, credentialsSchema, "InvalidJson");
+        const user = await authenticate(
+          throttle,
+          "cti",
+          body,
+          (login) => findUserByUsername(store, login),
         );
-      }
-      const offered = c.req.header("authorization")?.match(/^Negotiate +(\S+)\s*$/i)?.[1];
-      if (!offered) {
-        throw new ApiError(401, "SsoAuthenticationFailed", "no Kerberos token was offered", {
-          "WWW-Authenticate": "Negotiate",
-        });
-      }
-      const { principal, responseToken } = await kerberos.accept(offered);
-      const result = await ssoTokenResult(principal.split("@")[0] ?? "");
-      if (responseToken) c.header("WWW-Authenticate", `Negotiate ${responseToken}`);
-      return c.json(result);
-    })
-    .get("/auth/cas", async (c) => {
-      if (!config.casUrl) {
-        throw new ApiError(403, "CasServerUrlNotSet", "CAS authentication is not configured");
-      }
-      const service = c.req.query("service");
-      const ticket = c.req.query("ticket");
-      if (!service || !ticket) {
-        throw new ApiError(403, "CasServerInvalidParameter", "service and ticket are required");
-      }
-      return c.json(await ssoTokenResult(await validateCasTicket(config.casUrl, service, ticket)));
-    })
-    .get("/auth/oidc", async (c) => {
-      if (!oidc) {
-        throw new ApiError(403, "OidcNotEnabled", "OpenID Connect authentication is not enabled");
-      }
-      const accessToken = c.req.query("token") ||
-        c.req.header("authorization")?.match(/^Bearer +(\S+)\s*$/i)?.[1];
-      if (!accessToken) throw new ApiError(403, "OidcInvalidParameter", "access_token missing");
-      return c.json(await ssoTokenResult(await oidc.login(accessToken)));
-    });
+        return c.json(
+          await tokenResult({
+            userId: String(user.id),
+            login: body.login,
+            userType: "cti",
+            acls: [CTI_USER_ALIAS],
+          }),
+        );
+      }),
+    )
+    .post(
+      "/auth/webservice",
+      operation(credentialsDoc("A web service user's token"), async (c) => {
+        const body = await readJson(c, credentialsSchema, "InvalidJson");
+        const user = await authenticate(
+          throttle,
+          "webservice",
+          body,
+          (login) => findWebServiceUserByLogin(store, login),
+        );
+        return c.json(
+          await tokenResult({
+            userId: String(user.id),
+            login: user.login,
+            userType: "webservice",
+            acls: user.acls,
+          }),
+        );
+      }),
+    )
+    .get(
+      "/auth/check",
+      operation({
+        summary: "Checks a token and answers a renewed one",
+        headers: { Authorization: "`Bearer <token>` (or send `X-Auth-Token`)" },
+        responses: { 200: tokenBody },
+        errors: {
+          400: "`AuthorizationHeaderNotFound`, `BearerNotFound`",
+          401: "`InvalidToken`, `TokenExpired`, `UserNotFound`",
+        },
+      }, async (c) => {
+        const identity = await tokens.verify(readToken(c));
+        const id = Number(identity.userId);
+        const user = identity.userType === "cti"
+          ? await getUser(store, id)
+          : await getWebServiceUser(store, id);
+        if (!user) throw new ApiError(401, "UserNotFound", "the token's user no longer exists");
+        return c.json(await tokenResult(identity));
+      }),
+    )
+    .get(
+      "/auth/sso",
+      operation({
+        ...ssoDoc("A CTI user's token from Kerberos (SPNEGO)", {
+          401: "`SsoAuthenticationFailed` (with `WWW-Authenticate: Negotiate`), `UserNotFound`",
+        }),
+        headers: { Authorization: "`Negotiate <SPNEGO token>`" },
+      }, async (c) => {
+        if (!kerberos) {
+          throw new ApiError(
+            401,
+            "SsoAuthenticationFailed",
+            "Kerberos single sign-on is not configured",
+          );
+        }
+        const offered = c.req.header("authorization")?.match(/^Negotiate +(\S+)\s*$/i)?.[1];
+        if (!offered) {
+          throw new ApiError(401, "SsoAuthenticationFailed", "no Kerberos token was offered", {
+            "WWW-Authenticate": "Negotiate",
+          });
+        }
+        const { principal, responseToken } = await kerberos.accept(offered);
+        const result = await ssoTokenResult(principal.split("@")[0] ?? "");
+        if (responseToken) c.header("WWW-Authenticate", `Negotiate ${responseToken}`);
+        return c.json(result);
+      }),
+    )
+    .get(
+      "/auth/cas",
+      operation(
+        ssoDoc("A CTI user's token from a CAS service ticket", {
+          403: "`CasServerUrlNotSet`, `CasServerInvalidParameter`, `CasServer…` (the CAS failure)",
+        }, z.object({ service: z.string(), ticket: z.string() })),
+        async (c) => {
+          if (!config.casUrl) {
+            throw new ApiError(403, "CasServerUrlNotSet", "CAS authentication is not configured");
+          }
+          const service = c.req.query("service");
+          const ticket = c.req.query("ticket");
+          if (!service || !ticket) {
+            throw new ApiError(403, "CasServerInvalidParameter", "service and ticket are required");
+          }
+          return c.json(
+            await ssoTokenResult(await validateCasTicket(config.casUrl, service, ticket)),
+          );
+        },
+      ),
+    )
+    .get(
+      "/auth/oidc",
+      operation({
+        ...ssoDoc("A CTI user's token from an OpenID Connect access token", {
+          403: "`OidcNotEnabled`, `OidcInvalidParameter`, `OidcAuthenticationFailed`",
+        }, z.object({ token: z.string().optional() })),
+        headers: { Authorization: "`Bearer <access token>`, when not in `token`" },
+      }, async (c) => {
+        if (!oidc) {
+          throw new ApiError(403, "OidcNotEnabled", "OpenID Connect authentication is not enabled");
+        }
+        const accessToken = c.req.query("token") ||
+          c.req.header("authorization")?.match(/^Bearer +(\S+)\s*$/i)?.[1];
+        if (!accessToken) throw new ApiError(403, "OidcInvalidParameter", "access_token missing");
+        return c.json(await ssoTokenResult(await oidc.login(accessToken)));
+      }),
+    );
 }

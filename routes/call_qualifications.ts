@@ -23,6 +23,7 @@
  * sub-qualification or queue, a bad date or `from` after `to`: 400 `JsonErrorDecoding`, the message
  * naming the field; the store failing: 503 `Unreachable`.
  */
+import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
@@ -72,6 +73,21 @@ const answerSchema = bodyObject({
 });
 
 /** A bound of the CSV export, or 400 naming it. */
+const named = z.object({ id: z.int(), name: z.string() });
+const qualificationsBody = z.array(named.extend({ subQualifications: z.array(named) }));
+const answerBody = z.object({
+  id: z.int(),
+  sub_qualification_id: z.int(),
+  time: z.string(),
+  callid: z.string(),
+  agent: z.int(),
+  queue: z.int(),
+  first_name: z.string(),
+  last_name: z.string(),
+  comment: z.string(),
+  custom_data: z.string(),
+});
+
 function bound(raw: string, side: "from" | "to"): number {
   const value = parseBound(raw.replaceAll("+", " "), side);
   if (value === null) {
@@ -86,15 +102,23 @@ export function callQualificationRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/call_qualification/queue/:queue_id",
       requireAcl(tokens, "svc.rest.call_qualification.queue.{queue_id}.read"),
-      async (c) => {
-        const queueId = pathQueueId(c.req.param("queue_id"));
+      operation({
+        summary: "The call qualifications of a queue, with their sub-qualifications",
+        responses: { 200: qualificationsBody },
+      }, async (c) => {
+        const queueId = pathQueueId(c.req.param("queue_id") ?? "");
         return c.json(queueId === null ? [] : await qualificationsOfQueue(store, queueId));
-      },
+      }),
     )
     .post(
       "/call_qualification",
       requireAcl(tokens, "svc.rest.call_qualification.create"),
-      async (c) => {
+      operation({
+        summary: "Records an agent's qualification of a call",
+        body: answerSchema,
+        responses: { 201: answerBody },
+        errors: { 400: "`JsonBodyNotFound`, `JsonErrorDecoding` (naming the field)" },
+      }, async (c) => {
         const input = await readBody(c, answerSchema, ANSWER_BODY);
         if (!await findSubQualification(store, input.sub_qualification_id)) {
           throw invalid(
@@ -105,22 +129,27 @@ export function callQualificationRoutes(services: Services): Hono<AppEnv> {
           throw invalid(`field queue: unknown queue ${input.queue}`);
         }
         return c.json(await createAnswer(store, input), 201);
-      },
+      }),
     )
     .get(
       "/call_qualification/csv/:queue_id/:from/:to",
       requireAcl(tokens, "svc.rest.call_qualification.csv.{queue_id}.{from}.{to}.read"),
-      async (c) => {
-        const from = bound(c.req.param("from"), "from");
-        const to = bound(c.req.param("to"), "to");
+      operation({
+        summary: "A queue's call qualification answers between two times, as CSV",
+        description: "`from` and `to` are `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS` (UTC).",
+        responses: { 200: { mediaType: "text/csv", description: "The answers" } },
+        errors: { 400: "`JsonErrorDecoding`: a bad `from` or `to`" },
+      }, async (c) => {
+        const from = bound(c.req.param("from") ?? "", "from");
+        const to = bound(c.req.param("to") ?? "", "to");
         if (from > to) {
           throw invalid(`from ${c.req.param("from")} is after to ${c.req.param("to")}`);
         }
-        const queueId = pathQueueId(c.req.param("queue_id"));
+        const queueId = pathQueueId(c.req.param("queue_id") ?? "");
         const answers = queueId === null ? [] : await answersBetween(store, queueId, from, to);
         return c.body(toCsv(ANSWER_CSV_HEADER, answers.map(answerCsvRow)), 200, {
           "Content-Type": "text/csv; charset=utf-8",
         });
-      },
+      }),
     );
 }

@@ -17,6 +17,7 @@
  * 400 `JsonErrorDecoding` (the spec's errors 7); an unknown list or agent 400 `BadRequest`; an
  * unknown request 404 `CallbackRequestNotFound`; a request in the wrong state 409.
  */
+import { operation } from "../lib/openapi/operation.ts";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { agentStatus, userOfAgentLine } from "../lib/agent_control.ts";
@@ -109,6 +110,29 @@ const ticketSchema = bodyObject({
 });
 
 /** A body that may be left out: none is `{}`. */
+/** A callback request as the routes answer it ({@link requestView}): its main fields. */
+const requestSchema = z.looseObject({
+  uuid: z.string(),
+  listUuid: z.string(),
+  phoneNumber: z.string(),
+  dueDate: z.string(),
+  period: z.string(),
+  agent: z.string().nullable(),
+  closed: z.boolean(),
+});
+const listSchema = z.object({
+  uuid: z.string(),
+  name: z.string(),
+  queueId: z.int(),
+  periods: z.array(z.looseObject({ name: z.string() })),
+  callbacks: z.array(requestSchema),
+});
+const workflowErrors = {
+  400: "`BadRequest`: an unknown agent",
+  404: "`CallbackRequestNotFound`",
+  409: "`CallbackRequestClosed`, `CallbackRequestTaken`, `CallbackRequestNotTaken`",
+};
+
 async function optionalBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
   if (!(await c.req.text()).trim()) return schema.parse({});
   return await readBody(c, schema, SERVICE_BODY);
@@ -257,18 +281,35 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
     requireAcl(tokens, `svc.rest.callback_lists.callback_requests.{uuid}.${action}`);
 
   return new Hono<AppEnv>()
-    .get("/callback_lists", requireAcl(tokens, "svc.rest.callback_lists.read"), async (c) => {
-      const lists = [...await listCallbackLists(store)].sort((a, b) =>
-        a.name === b.name ? (a.uuid < b.uuid ? -1 : 1) : (a.name < b.name ? -1 : 1)
-      );
-      const pending = await Promise.all(lists.map((list) => pendingRequests(store, list)));
-      return c.json(lists.map((list, i) => listView(list, pending[i]!)));
-    })
+    .get(
+      "/callback_lists",
+      requireAcl(tokens, "svc.rest.callback_lists.read"),
+      operation({
+        summary: "The callback lists, each with its pending requests",
+        responses: { 200: z.array(listSchema) },
+      }, async (c) => {
+        const lists = [...await listCallbackLists(store)].sort((a, b) =>
+          a.name === b.name ? (a.uuid < b.uuid ? -1 : 1) : (a.name < b.name ? -1 : 1)
+        );
+        const pending = await Promise.all(lists.map((list) => pendingRequests(store, list)));
+        return c.json(lists.map((list, i) => listView(list, pending[i]!)));
+      }),
+    )
     .post(
       `${requests}/csv`,
       requireAcl(tokens, "svc.rest.callback_lists.callback_requests.csv.create"),
       once,
-      async (c) => {
+      operation({
+        summary: "Imports callback requests into a list from a CSV text (`|`-separated)",
+        body: importSchema,
+        responses: {
+          201: z.object({
+            created: z.array(z.object({ uuid: z.string(), phoneNumber: z.string() })),
+            failed: z.array(z.object({ line: z.int(), errors: z.array(z.string()) })),
+          }),
+        },
+        errors: { 400: "`BadRequest`: an unknown list, a bad header, too many lines" },
+      }, async (c) => {
         const body = await readBody(c, importSchema, SERVICE_BODY);
         const list = await knownList(body.listUuid);
         const today = dayOf(clock.now());
@@ -290,12 +331,17 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
           created: created.map(({ uuid, phoneNumber }) => ({ uuid, phoneNumber })),
           failed,
         }, 201);
-      },
+      }),
     )
     .post(
       "/callback_lists/callback_tickets/csv",
       requireAcl(tokens, "svc.rest.callback_lists.callback_tickets.csv.create"),
-      async (c) => {
+      operation({
+        summary: "The tickets of a list as CSV (`|`-separated)",
+        body: exportSchema,
+        responses: { 200: { mediaType: "text/csv", description: "The tickets" } },
+        errors: { 400: "`BadRequest`: an unknown list" },
+      }, async (c) => {
         const body = await readBody(c, exportSchema, SERVICE_BODY);
         const list = await knownList(body.listUuid);
         const rows = (await ticketsOfList(store, list.uuid)).map(({ request, ticket }) =>
@@ -304,44 +350,86 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
         return c.body(toCsv(TICKET_CSV_HEADER, rows), 200, {
           "Content-Type": "text/csv; charset=utf-8",
         });
-      },
+      }),
     )
-    .post(`${requests}/:uuid/take`, acl("take.create"), once, async (c) => {
-      const body = await readBody(c, takeSchema, SERVICE_BODY);
-      const agent = await knownAgent(body.agentNumber);
-      const request = await step(() => takeRequest(store, uuidOf(c), agent.number, clock.now()));
-      return c.json(requestView(request));
-    })
-    .post(`${requests}/:uuid/release`, acl("release.create"), async (c) => {
-      const agent = await namedAgent((await optionalBody(c, holderSchema)).agentNumber);
-      const request = await step(() => releaseRequest(store, uuidOf(c), agent, clock.now()));
-      return c.json(requestView(request));
-    })
-    .post(`${requests}/:uuid/start`, acl("start.create"), async (c) => {
-      const uuid = uuidOf(c);
-      const named = await namedAgent((await optionalBody(c, holderSchema)).agentNumber);
-      const request = await getCallbackRequest(store, uuid);
-      if (!request) throw refusalError(requestNotFound(uuid));
-      const holder = await step(() => holderOf(request, named));
-      const user = await agentLineUser(await knownAgent(holder));
-      const number = sanitizeNumber(request.phoneNumber || request.mobilePhoneNumber);
-      const variables = { CALLBACK_REQUEST_UUID: uuid, CALLBACK_LIST_UUID: request.listUuid };
-      let linkedId: string;
-      try {
-        ({ linkedId } = await platform.dialNumber(user, number, variables));
-      } catch (error) {
-        if (error instanceof PlatformRefusal) throw new ApiError(409, "DialRefused", error.message);
-        throw error;
-      }
-      logger.info("callback started", { requestId: c.get("requestId"), uuid, linkedId });
-      const started = await step(() => recordStart(store, uuid, holder, clock.now()));
-      return c.json({ linkedId, request: requestView(started) });
-    })
-    .put(`${requests}/:uuid/ticket`, acl("ticket.update"), async (c) => {
-      const body = await readBody(c, ticketSchema, SERVICE_BODY);
-      const agent = await namedAgent(body.agentNumber);
-      const report = { ...body, agent };
-      const request = await step(() => reportOutcome(store, uuidOf(c), report, clock.now()));
-      return c.json(requestView(request));
-    });
+    .post(
+      `${requests}/:uuid/take`,
+      acl("take.create"),
+      once,
+      operation({
+        summary: "An agent takes a callback request",
+        body: takeSchema,
+        responses: { 200: requestSchema },
+        errors: workflowErrors,
+      }, async (c) => {
+        const body = await readBody(c, takeSchema, SERVICE_BODY);
+        const agent = await knownAgent(body.agentNumber);
+        const request = await step(() => takeRequest(store, uuidOf(c), agent.number, clock.now()));
+        return c.json(requestView(request));
+      }),
+    )
+    .post(
+      `${requests}/:uuid/release`,
+      acl("release.create"),
+      operation({
+        summary: "The holder releases a callback request",
+        body: { content: { "application/json": holderSchema }, required: false },
+        responses: { 200: requestSchema },
+        errors: workflowErrors,
+      }, async (c) => {
+        const agent = await namedAgent((await optionalBody(c, holderSchema)).agentNumber);
+        const request = await step(() => releaseRequest(store, uuidOf(c), agent, clock.now()));
+        return c.json(requestView(request));
+      }),
+    )
+    .post(
+      `${requests}/:uuid/start`,
+      acl("start.create"),
+      operation({
+        summary: "The holder calls back: the call starts from the agent's line",
+        body: { content: { "application/json": holderSchema }, required: false },
+        responses: { 200: z.object({ linkedId: z.string(), request: requestSchema }) },
+        errors: {
+          ...workflowErrors,
+          409: "`CallbackRequest…`, `AgentNotLoggedIn`, `AgentLineWithoutUser`, `DialRefused`",
+        },
+      }, async (c) => {
+        const uuid = uuidOf(c);
+        const named = await namedAgent((await optionalBody(c, holderSchema)).agentNumber);
+        const request = await getCallbackRequest(store, uuid);
+        if (!request) throw refusalError(requestNotFound(uuid));
+        const holder = await step(() => holderOf(request, named));
+        const user = await agentLineUser(await knownAgent(holder));
+        const number = sanitizeNumber(request.phoneNumber || request.mobilePhoneNumber);
+        const variables = { CALLBACK_REQUEST_UUID: uuid, CALLBACK_LIST_UUID: request.listUuid };
+        let linkedId: string;
+        try {
+          ({ linkedId } = await platform.dialNumber(user, number, variables));
+        } catch (error) {
+          if (error instanceof PlatformRefusal) {
+            throw new ApiError(409, "DialRefused", error.message);
+          }
+          throw error;
+        }
+        logger.info("callback started", { requestId: c.get("requestId"), uuid, linkedId });
+        const started = await step(() => recordStart(store, uuid, holder, clock.now()));
+        return c.json({ linkedId, request: requestView(started) });
+      }),
+    )
+    .put(
+      `${requests}/:uuid/ticket`,
+      acl("ticket.update"),
+      operation({
+        summary: "Reports the outcome of a callback request",
+        body: ticketSchema,
+        responses: { 200: requestSchema },
+        errors: workflowErrors,
+      }, async (c) => {
+        const body = await readBody(c, ticketSchema, SERVICE_BODY);
+        const agent = await namedAgent(body.agentNumber);
+        const report = { ...body, agent };
+        const request = await step(() => reportOutcome(store, uuidOf(c), report, clock.now()));
+        return c.json(requestView(request));
+      }),
+    );
 }

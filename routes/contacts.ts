@@ -4,6 +4,8 @@
  * belong to the token's CTI user; a web service user's token is refused with 403 `Forbidden`, and
  * another user's contact is 404 `ContactNotFound` like one that does not exist.
  */
+import { z } from "zod";
+import { operation } from "../lib/openapi/operation.ts";
 import { type Context, Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { idempotent } from "../lib/idempotency.ts";
@@ -136,6 +138,37 @@ const view = (contact: ContactRecord) => ({
   company: contact.company,
   favorite: contact.favorite,
 });
+
+/** What a body may send, as `contactChange` reads it: for the OpenAPI document. */
+const contactBody = z.strictObject({
+  ...Object.fromEntries(CONTACT_FIELDS.map((field) => [field, z.string().max(256).optional()])),
+  favorite: z.boolean().optional(),
+});
+
+/** A contact as the API answers it ({@link view}). */
+const contactSchema = z.object({
+  id: z.string(),
+  ...Object.fromEntries(CONTACT_FIELDS.map((field) => [field, z.string()])),
+  favorite: z.boolean(),
+});
+
+/** The list view. */
+const listSchema = z.object({
+  headers: z.array(z.string()),
+  entries: z.array(z.object({
+    status: z.int().meta({ description: "The phone status of the contact's number" }),
+    entry: z.array(z.string()),
+    contact_id: z.string(),
+  })),
+});
+
+/** What an import did, line by line. */
+const importAnswer = z.object({
+  created: z.array(z.object({ id: z.string(), lastname: z.string() })),
+  failed: z.array(z.object({ line: z.int(), errors: z.array(z.string()) })),
+});
+
+const notFoundError = { 404: "`ContactNotFound`" };
 
 /** Case- and accent-insensitive sort key. */
 const fold = (text: string) => text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
@@ -314,73 +347,141 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/contact/personal",
       acl("svc.rest.contact.personal.read"),
-      (c) => listView(services, phoneStatuses, owner(c)),
+      operation(
+        { summary: "The user's personal contacts: the list view", responses: { 200: listSchema } },
+        (c) => listView(services, phoneStatuses, owner(c)),
+      ),
     )
     .get(
       "/contact/display/personal",
       acl("svc.rest.contact.display.personal.read"),
-      (c) => listView(services, phoneStatuses, owner(c)),
+      operation(
+        { summary: "The list view, under its other name", responses: { 200: listSchema } },
+        (c) => listView(services, phoneStatuses, owner(c)),
+      ),
     )
-    .post("/contact/personal", acl("svc.rest.contact.personal.create"), async (c) => {
-      const change = contactChange(await readContactBody(c));
-      const { favorite = false, ...sent } = change;
-      const fields = { ...emptyFields(), ...sent };
-      const problems = contactProblems(fields);
-      if (problems.length) throw invalid(problemMessage(problems[0]!));
-      const userId = await existingOwner(c, services);
-      const outcome = await createContact(store, userId, fields, favorite, config.maxContacts);
-      if (outcome.status === "duplicate") {
-        throw new ApiError(409, "DuplicateContact", "an equal contact already exists");
-      }
-      if (outcome.status === "limit") {
-        throw invalid(`contact limit reached: at most ${config.maxContacts} contacts`);
-      }
-      c.header("Location", `${c.req.path}/${outcome.contact.id}`);
-      return c.json(view(outcome.contact), 201);
-    })
-    .delete("/contact/personal", acl("svc.rest.contact.personal.delete"), async (c) => {
-      await deleteAllContacts(store, owner(c));
-      return c.body(null, 204);
-    })
-    .get("/contact/personal/:id", acl("svc.rest.contact.personal.{id}.read"), async (c) => {
-      const id = pathId(c);
-      const contact = await getContact(store, owner(c), id);
-      if (!contact) throw notFound(id);
-      return c.json(view(contact));
-    })
-    .put("/contact/personal/:id", acl("svc.rest.contact.personal.{id}.update"), async (c) => {
-      const id = pathId(c);
-      const change = contactChange(await readContactBody(c), id);
-      const userId = await existingOwner(c, services);
-      const outcome = await updateContact(store, userId, id, change);
-      switch (outcome.status) {
-        case "not_found":
-          throw notFound(id);
-        case "invalid":
-          throw invalid(problemMessage(outcome.problems[0]!));
-        case "duplicate":
+    .post(
+      "/contact/personal",
+      acl("svc.rest.contact.personal.create"),
+      operation({
+        summary: "Creates a personal contact",
+        body: contactBody,
+        responses: { 201: contactSchema },
+        errors: {
+          400: "`InvalidContact`",
+          409: "`DuplicateContact`",
+          500: "`JsonParsingError`: the body is not JSON (the spec's status)",
+        },
+      }, async (c) => {
+        const change = contactChange(await readContactBody(c));
+        const { favorite = false, ...sent } = change;
+        const fields = { ...emptyFields(), ...sent };
+        const problems = contactProblems(fields);
+        if (problems.length) throw invalid(problemMessage(problems[0]!));
+        const userId = await existingOwner(c, services);
+        const outcome = await createContact(store, userId, fields, favorite, config.maxContacts);
+        if (outcome.status === "duplicate") {
           throw new ApiError(409, "DuplicateContact", "an equal contact already exists");
-      }
-      return c.json(view(outcome.contact));
-    })
-    .delete("/contact/personal/:id", acl("svc.rest.contact.personal.{id}.delete"), async (c) => {
-      const id = pathId(c);
-      if (!await deleteContact(store, owner(c), id)) throw notFound(id);
-      return c.body(null, 204);
-    })
-    .get("/contact/export/personal", acl("svc.rest.contact.export.personal.read"), async (c) => {
-      const { sorted } = derive(await currentContacts(store, owner(c)));
-      const rows = sorted.map((contact) => CONTACT_FIELDS.map((field) => contact[field]));
-      return c.body(toCsv(CONTACT_FIELDS, rows), 200, {
-        "Content-Type": "text/csv; charset=utf-8",
-        "Content-Disposition": 'attachment; filename="contacts.csv"',
-      });
-    })
+        }
+        if (outcome.status === "limit") {
+          throw invalid(`contact limit reached: at most ${config.maxContacts} contacts`);
+        }
+        c.header("Location", `${c.req.path}/${outcome.contact.id}`);
+        return c.json(view(outcome.contact), 201);
+      }),
+    )
+    .delete(
+      "/contact/personal",
+      acl("svc.rest.contact.personal.delete"),
+      operation({
+        summary: "Deletes every personal contact of the user",
+        responses: { 204: null },
+      }, async (c) => {
+        await deleteAllContacts(store, owner(c));
+        return c.body(null, 204);
+      }),
+    )
+    .get(
+      "/contact/personal/:id",
+      acl("svc.rest.contact.personal.{id}.read"),
+      operation({
+        summary: "One personal contact",
+        responses: { 200: contactSchema },
+        errors: notFoundError,
+      }, async (c) => {
+        const id = pathId(c);
+        const contact = await getContact(store, owner(c), id);
+        if (!contact) throw notFound(id);
+        return c.json(view(contact));
+      }),
+    )
+    .put(
+      "/contact/personal/:id",
+      acl("svc.rest.contact.personal.{id}.update"),
+      operation({
+        summary: "Changes the fields sent of a personal contact",
+        body: contactBody.extend({ id: z.string().optional() }),
+        responses: { 200: contactSchema },
+        errors: { ...notFoundError, 400: "`InvalidContact`", 409: "`DuplicateContact`" },
+      }, async (c) => {
+        const id = pathId(c);
+        const change = contactChange(await readContactBody(c), id);
+        const userId = await existingOwner(c, services);
+        const outcome = await updateContact(store, userId, id, change);
+        switch (outcome.status) {
+          case "not_found":
+            throw notFound(id);
+          case "invalid":
+            throw invalid(problemMessage(outcome.problems[0]!));
+          case "duplicate":
+            throw new ApiError(409, "DuplicateContact", "an equal contact already exists");
+        }
+        return c.json(view(outcome.contact));
+      }),
+    )
+    .delete(
+      "/contact/personal/:id",
+      acl("svc.rest.contact.personal.{id}.delete"),
+      operation({
+        summary: "Deletes a personal contact",
+        responses: { 204: null },
+        errors: notFoundError,
+      }, async (c) => {
+        const id = pathId(c);
+        if (!await deleteContact(store, owner(c), id)) throw notFound(id);
+        return c.body(null, 204);
+      }),
+    )
+    .get(
+      "/contact/export/personal",
+      acl("svc.rest.contact.export.personal.read"),
+      operation({
+        summary: "The user's personal contacts as a CSV file",
+        responses: { 200: { mediaType: "text/csv", description: "The contacts" } },
+      }, async (c) => {
+        const { sorted } = derive(await currentContacts(store, owner(c)));
+        const rows = sorted.map((contact) => CONTACT_FIELDS.map((field) => contact[field]));
+        return c.body(toCsv(CONTACT_FIELDS, rows), 200, {
+          "Content-Type": "text/csv; charset=utf-8",
+          "Content-Disposition": 'attachment; filename="contacts.csv"',
+        });
+      }),
+    )
     .post(
       "/contact/import/personal",
       acl("svc.rest.contact.import.personal.create"),
       idempotent(services),
-      async (c) => {
+      operation({
+        summary: "Imports personal contacts from a CSV file (at most 10 MiB)",
+        body: {
+          content: {
+            "text/csv": null,
+            "multipart/form-data": z.object({ file: z.string().meta({ format: "binary" }) }),
+          },
+        },
+        responses: { 201: importAnswer },
+        errors: { 400: "`InvalidContact`: the file as a whole is refused" },
+      }, async (c) => {
         const checks = readImport(await importBytes(c));
         const userId = await existingOwner(c, services);
         const valid = checks.flatMap((check) => "fields" in check ? [check] : []);
@@ -406,6 +507,6 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
         const failures = [...failed].sort(([a], [b]) => a - b)
           .map(([line, errors]) => ({ line, errors }));
         return c.json({ created, failed: failures }, 201);
-      },
+      }),
     );
 }

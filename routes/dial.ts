@@ -18,12 +18,16 @@
  * the body names (callee, queue), then the platform (a `PlatformRefusal` keeps its message). The
  * commands and their limits are in `lib/dial.ts`, shared with the 1.0 API.
  */
+import type { z } from "zod";
+import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
+import { SUCCESS_BODY } from "../lib/control.ts";
 import { type Context, Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { pathUser } from "../lib/control.ts";
 import {
   callVariables,
   DIAL_BODY,
+  DIAL_SCHEMAS,
   type DialCommand,
   dialFor,
   dialledNumber,
@@ -38,6 +42,17 @@ import { idempotent } from "../lib/idempotency.ts";
 import type { Services } from "../lib/services.ts";
 import { findQueueByName } from "../lib/store/queues.ts";
 
+/** What every dial route declares: its body, `{"res":"success"}`, the 400 `BadRequest`. */
+const dialDoc = (summary: string, body: z.ZodType): OperationMeta => ({
+  summary,
+  body,
+  responses: { 200: SUCCESS_BODY },
+  errors: {
+    400: "`BadRequest` naming the problem, or `UserNotFound` (the path's user)",
+    503: "`Unreachable`: the PBX is",
+  },
+});
+
 export function dialRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens, platform } = services;
   const once = idempotent(services);
@@ -51,37 +66,52 @@ export function dialRoutes(services: Services): Hono<AppEnv> {
       "/dial/number/:username",
       requireAcl(tokens, "svc.rest.dial.number.{username}.create"),
       once,
-      async (c) => run(c, "number", await readDial.number(c)),
+      operation(
+        dialDoc("Calls a number from the user's phone", DIAL_SCHEMAS.number),
+        async (c) => run(c, "number", await readDial.number(c)),
+      ),
     )
     .post(
       "/dial/user/:username",
       requireAcl(tokens, "svc.rest.dial.user.{username}.create"),
       once,
-      async (c) => run(c, "user", await readDial.user(c)),
+      operation(
+        dialDoc("Calls another user (by username) from the user's phone", DIAL_SCHEMAS.user),
+        async (c) => run(c, "user", await readDial.user(c)),
+      ),
     )
     .post(
       "/dial/fromqueue/:username",
       requireAcl(tokens, "svc.rest.dial.fromqueue.create"),
       once,
-      async (c) => run(c, "fromqueue", await readDial.fromQueue(c)),
+      operation(
+        dialDoc(
+          "Calls a number from the user's phone, on behalf of a queue",
+          DIAL_SCHEMAS.fromQueue,
+        ),
+        async (c) => run(c, "fromqueue", await readDial.fromQueue(c)),
+      ),
     )
     .post(
       "/dial/toqueue",
       requireAcl(tokens, "svc.rest.dial.toqueue.create"),
       once,
-      async (c) => {
-        const body = await readBody(c, toQueueSchema, DIAL_BODY);
-        const number = dialledNumber(body.destination);
-        const vars = callVariables(body.variables);
-        const queue = knownQueue(
-          await findQueueByName(store, body.queueName),
-          JSON.stringify(body.queueName),
-        );
-        const callerIdNumber = body.callerIdNumber?.trim() ?? "";
-        const call = await platformCommand(() =>
-          platform.dialToQueue(queue, number, callerIdNumber, vars)
-        );
-        return dialStarted(c, services, "toqueue", call);
-      },
+      operation(
+        dialDoc("Calls a number and puts the call in a queue", toQueueSchema),
+        async (c) => {
+          const body = await readBody(c, toQueueSchema, DIAL_BODY);
+          const number = dialledNumber(body.destination);
+          const vars = callVariables(body.variables);
+          const queue = knownQueue(
+            await findQueueByName(store, body.queueName),
+            JSON.stringify(body.queueName),
+          );
+          const callerIdNumber = body.callerIdNumber?.trim() ?? "";
+          const call = await platformCommand(() =>
+            platform.dialToQueue(queue, number, callerIdNumber, vars)
+          );
+          return dialStarted(c, services, "toqueue", call);
+        },
+      ),
     );
 }

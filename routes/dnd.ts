@@ -9,7 +9,8 @@ import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { idempotent } from "../lib/idempotency.ts";
 import type { Services } from "../lib/services.ts";
-import { changeDnd, pathUser, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
+import { changeDnd, pathUser, SERVICE_BODY, SUCCESS, SUCCESS_BODY } from "../lib/control.ts";
+import { operation } from "../lib/openapi/operation.ts";
 
 const dndSchema = bodyObject({ state: z.boolean(required("a boolean")) });
 
@@ -17,12 +18,23 @@ export function dndRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens } = services;
   const acl = requireAcl(tokens, "svc.rest.dnd.{username}.create");
   return new Hono<AppEnv>()
-    /** Body `{state: boolean}`; 400 `JsonBodyNotFound`, `JsonErrorDecoding`, `UserNotFound`. */
-    .post("/dnd/:username", acl, idempotent(services), async (c) => {
-      const { state } = await readBody(c, dndSchema, SERVICE_BODY);
-      const username = c.req.param("username");
-      const user = await pathUser(store, username);
-      await changeDnd(services, user, state);
-      return c.json(SUCCESS);
-    });
+    .post(
+      "/dnd/:username",
+      acl,
+      idempotent(services),
+      operation({
+        summary: "Sets a user's do-not-disturb",
+        body: dndSchema,
+        responses: { 200: SUCCESS_BODY },
+        errors: {
+          400: "`JsonBodyNotFound`, `JsonErrorDecoding`, `UserNotFound`",
+          503: "`Unreachable`: the PBX is",
+        },
+      }, async (c) => {
+        const { state } = await readBody(c, dndSchema, SERVICE_BODY);
+        const user = await pathUser(store, c.req.param("username") ?? "");
+        await changeDnd(services, user, state);
+        return c.json(SUCCESS);
+      }),
+    );
 }

@@ -11,6 +11,8 @@
  *   one minute at least). A comment every 15 s keeps proxies from closing an idle stream; a client
  *   with more than `SVC_CTI_SEND_BUFFER` bytes unread is sent an `overflow` event and closed.
  */
+import { z } from "zod";
+import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
@@ -35,27 +37,53 @@ export function eventRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/events/deliveries",
       requireAcl(tokens, "svc.rest.events.deliveries.read"),
-      async (c) => c.json(await events.deliveries()),
+      operation({
+        summary: "How the delivery of events to `eventUrl` goes: pending, dead letters, last error",
+        responses: {
+          200: z.object({
+            pending: z.int(),
+            deadLetters: z.int(),
+            lastError: z.unknown(),
+            deadLetterEvents: z.array(z.looseObject({ id: z.string(), attempts: z.int() })),
+          }),
+        },
+      }, async (c) => c.json(await events.deliveries())),
     )
     .post(
       "/events/deadletters/retry",
       requireAcl(tokens, "svc.rest.events.deadletters.retry.create"),
-      async (c) => c.json({ requeued: await events.retryDeadLetters() }),
+      operation({
+        summary: "Puts the dead letters back in the outbox",
+        responses: { 200: z.object({ requeued: z.int() }) },
+      }, async (c) => c.json({ requeued: await events.retryDeadLetters() })),
     )
-    .get("/events/stream", requireAcl(tokens, "svc.rest.events.read"), (c) => {
-      const username = c.req.query("username");
-      const resumeFrom = c.req.header("last-event-id") ?? c.req.query("lastEventId") ?? null;
-      if (resumeFrom !== null && !EVENT_ID.test(resumeFrom)) {
-        throw new ApiError(400, "BadRequest", "Last-Event-ID is no event id of this server");
-      }
-      return new Response(eventStream(services, username ?? null, resumeFrom), {
-        headers: {
-          "Content-Type": "text/event-stream",
-          "Cache-Control": "no-store",
-          "X-Accel-Buffering": "no", // nginx: pass each event on at once
-        },
-      });
-    });
+    .get(
+      "/events/stream",
+      requireAcl(tokens, "svc.rest.events.read"),
+      operation({
+        summary: "The events, live, as a server-sent event stream (never ends)",
+        query: z.object({
+          username: z.string().optional().meta({ description: "Only this user's events" }),
+          lastEventId: z.string().optional().meta({ description: "Resume after this event id" }),
+        }),
+        headers: { "Last-Event-ID": "Resume after this event id (what browsers send)" },
+        responses: { 200: { mediaType: "text/event-stream", description: "The stream" } },
+        errors: { 400: "`BadRequest`: the event id is no event id of this server" },
+      }, (c) => {
+        const username = c.req.query("username");
+        const resumeFrom = c.req.header("last-event-id") ?? c.req.query("lastEventId") ?? null;
+        if (resumeFrom !== null && !EVENT_ID.test(resumeFrom)) {
+          throw new ApiError(400, "BadRequest", "Last-Event-ID is no event id of this server");
+        }
+        return new Response(eventStream(services, username ?? null, resumeFrom), {
+          headers: {
+            "Content-Type": "text/event-stream",
+            "Cache-Control": "no-store",
+            "X-Accel-Buffering": "no", // nginx: pass each event on at once
+          },
+        });
+      }),
+    );
 }
 
 /**

@@ -8,10 +8,11 @@
  * applies); an empty one is stored as none (`null` in `/1.1`, `""` in the event). A disabled
  * forward keeps the destination sent, so it can be enabled again later.
  */
+import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
-import { changeForward, pathUser, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
+import { changeForward, pathUser, SERVICE_BODY, SUCCESS, SUCCESS_BODY } from "../lib/control.ts";
 import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
 import { idempotent } from "../lib/idempotency.ts";
 import type { Services } from "../lib/services.ts";
@@ -37,12 +38,21 @@ export function forwardRoutes(services: Services): Hono<AppEnv> {
       `/forward/${kind}/:username`,
       requireAcl(tokens, `svc.rest.forward.${kind}.{username}.create`),
       once,
-      async (c) => {
+      operation({
+        summary: `Sets a user's ${kind} forward`,
+        body: forwardSchema,
+        responses: { 200: SUCCESS_BODY },
+        errors: {
+          400: "`JsonBodyNotFound`, `JsonErrorDecoding`, `UserNotFound`, `BadRequest` (enabled " +
+            "without a destination, or one longer than 128 characters)",
+          503: "`Unreachable`: the PBX is",
+        },
+      }, async (c) => {
         const change = await readBody(c, forwardSchema, SERVICE_BODY);
-        const user = await pathUser(store, c.req.param("username"));
+        const user = await pathUser(store, c.req.param("username") ?? "");
         await changeForward(services, user, kind, change);
         return c.json(SUCCESS);
-      },
+      }),
     );
 
   const app = new Hono<AppEnv>();

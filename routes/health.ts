@@ -2,20 +2,43 @@
  * `GET /health` (the process runs) and `GET /ready` (the store answers and the telephony platform
  * takes commands; decisions §1 and §12: 503, with `"platform": "unreachable"` when it is the PBX).
  */
+import { z } from "zod";
+import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 
+const ready = z.object({ status: z.literal("ready") });
+const unavailable = z.object({
+  status: z.literal("unavailable"),
+  platform: z.literal("unreachable").optional(),
+});
+
 export function healthRoutes({ store, platform }: Services) {
   return new Hono<AppEnv>()
-    .get("/health", (c) => c.json({ status: "ok" }))
-    .get("/ready", async (c) => {
-      const storeUp = await store.ping();
-      const platformUp = platform.reachable();
-      if (storeUp && platformUp) return c.json({ status: "ready" });
-      const body = platformUp
-        ? { status: "unavailable" }
-        : { status: "unavailable", platform: "unreachable" };
-      return c.json(body, 503);
-    });
+    .get(
+      "/health",
+      operation(
+        {
+          summary: "The process runs",
+          responses: { 200: z.object({ status: z.literal("ok") }) },
+        },
+        (c) => c.json({ status: "ok" }),
+      ),
+    )
+    .get(
+      "/ready",
+      operation({
+        summary: "The store answers and the telephony platform takes commands",
+        responses: { 200: ready, 503: unavailable },
+      }, async (c) => {
+        const storeUp = await store.ping();
+        const platformUp = platform.reachable();
+        if (storeUp && platformUp) return c.json({ status: "ready" });
+        const body = platformUp
+          ? { status: "unavailable" }
+          : { status: "unavailable", platform: "unreachable" };
+        return c.json(body, 503);
+      }),
+    );
 }

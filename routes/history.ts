@@ -11,12 +11,15 @@
  * `BadRequest` of a bad `size` or `days`, are those of `lib/history.ts`. An unknown user: 400
  * `UserNotFound`.
  */
+import { z } from "zod";
+import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { pathUser } from "../lib/control.ts";
 import {
   DAYS,
   entriesOfDays,
+  HISTORY_ENTRY,
   type HistoryEntry,
   lastEntries,
   queryInteger,
@@ -27,25 +30,41 @@ import type { Services } from "../lib/services.ts";
 
 const answer = (entries: HistoryEntry[]) => ({ res: "success", data: { entries } });
 
+const answerBody = z.object({
+  res: z.literal("success"),
+  data: z.object({ entries: z.array(HISTORY_ENTRY) }),
+});
+const bad = { 400: "`BadRequest` (a bad `size` or `days`), `UserNotFound`" };
+
 export function historyRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens } = services;
   return new Hono<AppEnv>()
     .get(
       "/history/days/:username",
       requireAcl(tokens, "svc.rest.history.days.{username}.read"),
-      async (c) => {
+      operation({
+        summary: "The user's calls of the last `days` × 24 hours, newest first",
+        query: z.object({ days: z.int().min(DAYS.min).max(DAYS.max).default(DAYS.fallback) }),
+        responses: { 200: answerBody },
+        errors: bad,
+      }, async (c) => {
         const days = queryInteger(c, DAYS);
-        const user = await pathUser(store, c.req.param("username"));
+        const user = await pathUser(store, c.req.param("username") ?? "");
         return c.json(answer(await entriesOfDays(services, user, days)));
-      },
+      }),
     )
     .get(
       "/history/:username",
       requireAcl(tokens, "svc.rest.history.{username}.read"),
-      async (c) => {
+      operation({
+        summary: "The user's last `size` calls, newest first",
+        query: z.object({ size: z.int().min(SIZE.min).max(SIZE.max).default(SIZE.fallback) }),
+        responses: { 200: answerBody },
+        errors: bad,
+      }, async (c) => {
         const size = queryInteger(c, SIZE);
-        const user = await pathUser(store, c.req.param("username"));
+        const user = await pathUser(store, c.req.param("username") ?? "");
         return c.json(answer(await lastEntries(services, user, size)));
-      },
+      }),
     );
 }

@@ -20,6 +20,7 @@
  * whitespace is trimmed. 201 `{platform, token}`. The token's user deleted meanwhile: 401
  * `UserNotFound`, as `/auth/check` answers.
  */
+import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
@@ -37,7 +38,11 @@ const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 
 const SUCCESSOR = "/svc/api/2.0/mobile/push/register/android";
 
-const bodySchema = bodyObject({ token: z.unknown().optional() });
+const bodySchema = bodyObject({
+  token: z.unknown().optional().meta({
+    description: "The push token: visible ASCII, at most 4096 characters",
+  }),
+});
 
 const notFound = () => new ApiError(400, "JsonBodyNotFound", "token not found");
 const invalid = (message: string) => new ApiError(400, "JsonErrorDecoding", message);
@@ -88,8 +93,34 @@ export function mobilePushRoutes(services: Services): Hono<AppEnv> {
   const guard = requireAcl(services.tokens, REGISTER_ACL, {
     ctiOnly: "push registration is for CTI users only",
   });
+  const doc = (summary: string): OperationMeta => ({
+    summary,
+    body: bodySchema,
+    query: z.object({ apiVersion: z.literal("2.0").optional() }),
+    responses: { 201: z.object({ platform: z.enum(["android", "ios"]), token: z.string() }) },
+    errors: {
+      400: "`JsonBodyNotFound` (no token), `JsonErrorDecoding`, `BadRequest` (`apiVersion`)",
+      401: "`UserNotFound`: the token's user no longer exists",
+    },
+  });
   return new Hono<AppEnv>()
-    .post("/mobile/push/register", deprecated, guard, register("android"))
-    .post("/mobile/push/register/android", guard, register("android"))
-    .post("/mobile/push/register/ios", guard, register("ios"));
+    .post(
+      "/mobile/push/register",
+      deprecated,
+      guard,
+      operation(
+        doc("Registers an Android push token (deprecated: use `/register/android`)"),
+        register("android"),
+      ),
+    )
+    .post(
+      "/mobile/push/register/android",
+      guard,
+      operation(doc("Registers the user's Android push token"), register("android")),
+    )
+    .post(
+      "/mobile/push/register/ios",
+      guard,
+      operation(doc("Registers the user's iOS push token"), register("ios")),
+    );
 }

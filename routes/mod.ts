@@ -15,11 +15,13 @@ import { contactRoutes } from "./contacts.ts";
 import { ctiRoutes } from "./cti.ts";
 import { dialRoutes } from "./dial.ts";
 import { dndRoutes } from "./dnd.ts";
+import { docsPageRoutes } from "./docs_page.ts";
 import { eventRoutes } from "./events.ts";
 import { forwardRoutes } from "./forwards.ts";
 import { healthRoutes } from "./health.ts";
 import { historyRoutes } from "./history.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
+import { openApiRoutes } from "./openapi.ts";
 import { simRoutes } from "./sim.ts";
 import { xivoAuthRoutes } from "./xivo_auth.ts";
 
@@ -60,6 +62,10 @@ export function createApp(services: Services) {
   // before any guard: a preflight carries no token; on every answer of every area, errors included
   app.use(cors(services.config.corsOrigins));
   app.route("/", healthRoutes(services));
+  // the OpenAPI documents of this app's routes, generated on first request (docs/openapi.md):
+  // before the areas, whose unknown-path answers would take their paths
+  app.route("/", openApiRoutes(() => app.routes));
+  app.route("/", docsPageRoutes());
   app.route(API_V2, v2);
   app.route(API_V1, legacyRoutes(services));
   app.route("/1.1", confdRoutes(services));

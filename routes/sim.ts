@@ -3,6 +3,8 @@
  * list phones and calls, act on a phone's current call, set how a phone answers. docs/platform.md
  * tells how the simulator behaves.
  */
+import { operation } from "../lib/openapi/operation.ts";
+import { SUCCESS_BODY } from "../lib/control.ts";
 import { Hono } from "hono";
 import { z } from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
@@ -44,31 +46,51 @@ async function refusalsAnswered<T>(fn: () => Promise<T>): Promise<T> {
 
 export function simRoutes(sim: SimPlatform, { tokens }: Services): Hono<AppEnv> {
   return new Hono<AppEnv>()
-    .get("/sim/phones", requireAcl(tokens, "svc.rest.sim.phones.read"), async (c) => {
-      return c.json(await sim.phones());
-    })
-    .get("/sim/calls", requireAcl(tokens, "svc.rest.sim.calls.read"), (c) => {
-      return c.json(sim.calls());
-    })
+    .get(
+      "/sim/phones",
+      requireAcl(tokens, "svc.rest.sim.phones.read"),
+      operation({
+        summary: "The simulated phones and what each does",
+        responses: { 200: z.array(z.looseObject({ extension: z.string() })) },
+      }, async (c) => c.json(await sim.phones())),
+    )
+    .get(
+      "/sim/calls",
+      requireAcl(tokens, "svc.rest.sim.calls.read"),
+      operation({
+        summary: "The simulated calls in progress",
+        responses: { 200: z.array(z.looseObject({})) },
+      }, (c) => c.json(sim.calls())),
+    )
     .post(
       `/sim/phones/:extension/:action{${SIM_ACTIONS.join("|")}}`,
       requireAcl(tokens, "svc.rest.sim.phones.{extension}.{action}.create"),
-      async (c) => {
-        const { extension, action } = c.req.param();
-        await refusalsAnswered(() => sim.act(extension, action as SimAction));
+      operation({
+        summary: "Acts on a simulated phone as its user would",
+        responses: { 200: SUCCESS_BODY },
+        errors: { 404: "`PhoneNotFound`", 409: "`NoCall`: nothing to act on" },
+      }, async (c) => {
+        const extension = c.req.param("extension") ?? "";
+        const action = c.req.param("action") as SimAction;
+        await refusalsAnswered(() => sim.act(extension, action));
         return c.json({ res: "success" });
-      },
+      }),
     )
     .put(
       "/sim/phones/:extension/policy",
       requireAcl(tokens, "svc.rest.sim.phones.{extension}.policy.update"),
-      async (c) => {
-        const extension = c.req.param("extension");
+      operation({
+        summary: "How a simulated phone answers its calls",
+        body: policySchema,
+        responses: { 200: z.looseObject({ extension: z.string(), policy: z.string() }) },
+        errors: { 400: "`BadRequest`", 404: "`PhoneNotFound`" },
+      }, async (c) => {
+        const extension = c.req.param("extension") ?? "";
         const body = await readJson(c, policySchema, "BadRequest");
         const policy = await refusalsAnswered(() =>
           sim.setPolicy(extension, body as Parameters<typeof sim.setPolicy>[1])
         );
         return c.json({ extension, ...policy });
-      },
+      }),
     );
 }

@@ -20,6 +20,7 @@ import { serverUuid } from "../lib/store/server_identity.ts";
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { decodeJwt } from "jose";
+import { z } from "zod";
 import { CTI_USER_ALIAS, expandAcls, isAllowed } from "../lib/auth/acl.ts";
 import { authenticate } from "../lib/auth/authenticate.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
@@ -37,6 +38,13 @@ import { findWebServiceUserByLogin, getWebServiceUser } from "../lib/store/webse
 export const XIVO_AUTH_BACKENDS = ["xivo_service", "xivo_user"] as const;
 
 type Backend = typeof XIVO_AUTH_BACKENDS[number];
+
+/** The body of every error here, xivo-auth's: `reason` holds one text. */
+export const XIVO_AUTH_ERROR_BODY = z.object({
+  reason: z.array(z.string()),
+  timestamp: z.array(z.number()),
+  status_code: z.number().int(),
+});
 
 /** An answer in xivo-auth's error form; `reason` is its one text. */
 export class XivoAuthError extends Error {

@@ -8,6 +8,7 @@ import { createServices, type Services } from "../lib/services.ts";
 import { createUser, type UserRecord } from "../lib/store/users.ts";
 import { createWebServiceUser, type WebServiceUserRecord } from "../lib/store/webservice_users.ts";
 import { createApp } from "../routes/mod.ts";
+import { checkResponse, requestLine } from "./openapi_responses.ts";
 
 export interface TestContext {
   services: Services;
@@ -17,7 +18,11 @@ export interface TestContext {
   logs: string[];
 }
 
-/** Builds the real app on a fresh `:memory:` store; `env` adds settings. */
+/**
+ * Builds the real app on a fresh `:memory:` store; `env` adds settings. Every answer its
+ * `app.request()` gives is checked against the OpenAPI document (`tests/openapi_responses.ts`):
+ * one the document does not describe fails the test.
+ */
 export async function setup(env: Record<string, string> = {}): Promise<TestContext> {
   const clock = new ManualClock();
   const logs: string[] = [];
@@ -27,7 +32,19 @@ export async function setup(env: Record<string, string> = {}): Promise<TestConte
     logger: createLogger("debug", (line) => logs.push(line)),
   });
   await prepareStore(services);
-  return { services, app: createApp(services), clock, logs };
+  return { services, app: checkedAgainstOpenApi(createApp(services)), clock, logs };
+}
+
+/** `app`, its `request()` checking each answer against the OpenAPI document. */
+function checkedAgainstOpenApi(app: ReturnType<typeof createApp>) {
+  const request = app.request.bind(app);
+  app.request = async (input, init, ...rest) => {
+    const response = await request(input, init, ...rest);
+    const { method, path } = requestLine(input, init);
+    await checkResponse(method, path, response);
+    return response;
+  };
+  return app;
 }
 
 let serial = 0;

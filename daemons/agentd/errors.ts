@@ -4,10 +4,14 @@
  */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { z } from "zod";
 import { ApiError, UnknownPathValue, Unreachable } from "../../lib/errors.ts";
 import { type AppEnv, logUnreachable, storeLimitError } from "../../lib/http.ts";
 import type { Logger } from "../../lib/log.ts";
 import { PlatformRefusal } from "../../lib/platform/port.ts";
+
+/** The body of every error here, e.g. `{"error": "no such agent"}`. */
+export const AGENTD_ERROR_BODY = z.object({ error: z.string() });
 
 export class AgentdError extends Error {
   constructor(readonly status: ContentfulStatusCode, message: string) {

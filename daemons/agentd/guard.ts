@@ -10,6 +10,7 @@ import { CTI_USER_ALIAS, isAllowed } from "../../lib/auth/acl.ts";
 import type { Identity, Tokens } from "../../lib/auth/tokens.ts";
 import { ApiError } from "../../lib/errors.ts";
 import type { AppEnv } from "../../lib/http.ts";
+import { guardTag } from "../../lib/openapi/operation.ts";
 import { checkPathValues } from "../../lib/path_values.ts";
 import { unauthorized } from "./errors.ts";
 
@@ -23,14 +24,14 @@ import { unauthorized } from "./errors.ts";
  * app.get("/by-id/:id", agentdAcl(tokens, "agentd.agents.by-id.{id}.read"), handler);
  */
 export function agentdAcl(tokens: Tokens, template: string): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return guardTag(async (c, next) => {
     const identity = await verified(tokens, () => readToken(c));
     checkPathValues(c); // before the ACL: none is built from a value that names nothing
     const required = fillAcl(template, c.req.param() as Record<string, string>);
     if (!isAllowed(granted(identity.acls), required, identity.userId)) throw unauthorized();
     c.set("identity", identity);
     await next();
-  };
+  }, { acl: template });
 }
 
 /**

@@ -5,6 +5,8 @@
  * the token's: a CTI user, whose `alias.ctiuser` grants these ACLs (guard.ts). Its agent is the
  * one `agentOfUser` finds; none (or a token that is no CTI user's) is 404 `no such agent`.
  */
+import { operation } from "../../lib/openapi/operation.ts";
+import { AGENT_STATUS } from "../../lib/agent_control.ts";
 import { type Context, Hono } from "hono";
 import { agentOfUser, agentStatus } from "../../lib/agent_control.ts";
 import type { AppEnv } from "../../lib/http.ts";
@@ -28,41 +30,91 @@ export function userAgentRoutes(services: Services): Hono<AppEnv> {
   const { platform, tokens } = services;
   const acl = (action: string) => agentdAcl(tokens, `agentd.users.me.agents.${action}`);
   return new Hono<AppEnv>()
-    .get("/", acl("read"), async (c) => {
-      const { agent } = await ownAgent(services, c);
-      return c.json(await agentStatus(services, agent));
-    })
+    .get(
+      "/",
+      acl("read"),
+      operation({
+        summary: "The status of the user's own agent",
+        responses: { 200: AGENT_STATUS },
+        errors: { 404: "`no such agent`: the user has none" },
+      }, async (c) => {
+        const { agent } = await ownAgent(services, c);
+        return c.json(await agentStatus(services, agent));
+      }),
+    )
     // the agent on the line's first extension; checks in the order of the daemon svc follows
-    .post("/login", acl("login.create"), async (c) => {
-      const { line_id } = await readFields(c, userLoginBody);
-      const { user, agent } = await ownAgent(services, c);
-      if ((await platform.agentPresence(agent.id)).logged) throw alreadyLogged();
-      const line = user.line_ids.includes(line_id) ? await getLine(services.store, line_id) : null;
-      if (!line) throw noSuchLine();
-      const extensionId = line.extension_ids[0];
-      const extension = extensionId === undefined
-        ? null
-        : await getExtension(services.store, extensionId);
-      if (!extension) throw noSuchExtension();
-      await refusalsAnswered(() => platform.agentLogin(agent, extension.exten, extension.context));
-      return c.body(null, 204);
-    })
-    .post("/logoff", acl("logoff.create"), async (c) => {
-      const { agent } = await ownAgent(services, c);
-      await refusalsAnswered(() => platform.agentLogout(agent.id));
-      return c.body(null, 204);
-    })
-    .post("/pause", acl("pause.create"), async (c) => {
-      const { reason } = await readFields(c, pauseBody, { optional: true });
-      const { agent } = await ownAgent(services, c);
-      await refusalsAnswered(() => platform.agentPause(agent.id, reason ?? null));
-      return c.body(null, 204);
-    })
-    .post("/unpause", acl("unpause.create"), async (c) => {
-      const { agent } = await ownAgent(services, c);
-      await refusalsAnswered(() => platform.agentUnpause(agent.id));
-      return c.body(null, 204);
-    });
+    .post(
+      "/login",
+      acl("login.create"),
+      operation({
+        summary: "Logs the user's agent in on one of the user's lines",
+        body: userLoginBody,
+        responses: { 204: null },
+        errors: {
+          400: "`invalid fields: …`, `no such line`",
+          404: "`no such agent`, `no such extension and context`",
+          409: "`already logged`, `extension and context already in use`",
+        },
+      }, async (c) => {
+        const { line_id } = await readFields(c, userLoginBody);
+        const { user, agent } = await ownAgent(services, c);
+        if ((await platform.agentPresence(agent.id)).logged) throw alreadyLogged();
+        const line = user.line_ids.includes(line_id)
+          ? await getLine(services.store, line_id)
+          : null;
+        if (!line) throw noSuchLine();
+        const extensionId = line.extension_ids[0];
+        const extension = extensionId === undefined
+          ? null
+          : await getExtension(services.store, extensionId);
+        if (!extension) throw noSuchExtension();
+        await refusalsAnswered(() =>
+          platform.agentLogin(agent, extension.exten, extension.context)
+        );
+        return c.body(null, 204);
+      }),
+    )
+    .post(
+      "/logoff",
+      acl("logoff.create"),
+      operation({
+        summary: "Logs the user's agent off",
+        responses: { 204: null },
+        errors: { 404: "`no such agent`", 409: "`not logged in`" },
+      }, async (c) => {
+        const { agent } = await ownAgent(services, c);
+        await refusalsAnswered(() => platform.agentLogout(agent.id));
+        return c.body(null, 204);
+      }),
+    )
+    .post(
+      "/pause",
+      acl("pause.create"),
+      operation({
+        summary: "Pauses the user's agent",
+        body: { content: { "application/json": pauseBody }, required: false },
+        responses: { 204: null },
+        errors: { 404: "`no such agent`", 409: "`not logged in`" },
+      }, async (c) => {
+        const { reason } = await readFields(c, pauseBody, { optional: true });
+        const { agent } = await ownAgent(services, c);
+        await refusalsAnswered(() => platform.agentPause(agent.id, reason ?? null));
+        return c.body(null, 204);
+      }),
+    )
+    .post(
+      "/unpause",
+      acl("unpause.create"),
+      operation({
+        summary: "Unpauses the user's agent",
+        responses: { 204: null },
+        errors: { 404: "`no such agent`", 409: "`not logged in`" },
+      }, async (c) => {
+        const { agent } = await ownAgent(services, c);
+        await refusalsAnswered(() => platform.agentUnpause(agent.id));
+        return c.body(null, 204);
+      }),
+    );
 }
 
 /** The token's CTI user and that user's agent; 404 `no such agent` when there is none. */

@@ -6,7 +6,14 @@
  * 204; the platform holds the agents' state.
  */
 import { type Context, Hono } from "hono";
-import { agentStatus, agentStatuses, changeMembership } from "../../lib/agent_control.ts";
+import {
+  AGENT_STATUS,
+  agentStatus,
+  agentStatuses,
+  changeMembership,
+} from "../../lib/agent_control.ts";
+import { operation } from "../../lib/openapi/operation.ts";
+import { z } from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import { PlatformRefusal } from "../../lib/platform/port.ts";
 import type { Services } from "../../lib/services.ts";
@@ -27,31 +34,50 @@ import { AGENT_KEYS, type AgentKey, pathAgent } from "./lookup.ts";
 export function agentRoutes(services: Services): Hono<AppEnv> {
   const { platform, tokens, logger } = services;
   const app = new Hono<AppEnv>();
-  app.get("/", agentdAcl(tokens, "agentd.agents.read"), async (c) => {
-    return c.json(await agentStatuses(services, await listAgents(services.store)));
-  });
+  app.get(
+    "/",
+    agentdAcl(tokens, "agentd.agents.read"),
+    operation(
+      { summary: "The status of every agent", responses: { 200: z.array(AGENT_STATUS) } },
+      async (c) => c.json(await agentStatuses(services, await listAgents(services.store))),
+    ),
+  );
   app.get("/status", agentdAcl(tokens, "agentd.status.read"), serviceStatus(services));
   // every logged agent logs off; one that did meanwhile is skipped
-  app.post("/logoff", agentdAcl(tokens, "agentd.agents.logoff.create"), async (c) => {
-    for (const { agent } of await loggedAgents(services)) {
-      await skippingNotLogged(() => platform.agentLogout(agent.id));
-    }
-    return c.body(null, 204);
-  });
+  app.post(
+    "/logoff",
+    agentdAcl(tokens, "agentd.agents.logoff.create"),
+    operation({
+      summary: "Logs every logged agent off",
+      responses: { 204: null },
+    }, async (c) => {
+      for (const { agent } of await loggedAgents(services)) {
+        await skippingNotLogged(() => platform.agentLogout(agent.id));
+      }
+      return c.body(null, 204);
+    }),
+  );
   // every logged agent logs off and back on where it was; one the platform refuses is logged and
   // skipped (it may stay logged off), as the daemon svc follows does
-  app.post("/relog", agentdAcl(tokens, "agentd.agents.relog.create"), async (c) => {
-    for (const { agent, extension, context } of await loggedAgents(services)) {
-      try {
-        await platform.agentLogout(agent.id);
-        await platform.agentLogin(agent, extension, context);
-      } catch (error) {
-        if (!(error instanceof PlatformRefusal)) throw error;
-        logger.warn("agent not relogged", { agent: agent.number, reason: error.reason });
+  app.post(
+    "/relog",
+    agentdAcl(tokens, "agentd.agents.relog.create"),
+    operation({
+      summary: "Logs every logged agent off and back on where it was",
+      responses: { 204: null },
+    }, async (c) => {
+      for (const { agent, extension, context } of await loggedAgents(services)) {
+        try {
+          await platform.agentLogout(agent.id);
+          await platform.agentLogin(agent, extension, context);
+        } catch (error) {
+          if (!(error instanceof PlatformRefusal)) throw error;
+          logger.warn("agent not relogged", { agent: agent.number, reason: error.reason });
+        }
       }
-    }
-    return c.body(null, 204);
-  });
+      return c.body(null, 204);
+    }),
+  );
   for (const key of AGENT_KEYS) app.route(`/${key.kind}`, oneAgentRoutes(services, key));
   app.route("/by-id", membershipRoutes(services));
   return app;
@@ -62,11 +88,18 @@ export function agentRoutes(services: Services): Hono<AppEnv> {
  * `{"status": "fail"}`: the store answers, the telephony platform takes commands.
  */
 export function serviceStatus({ store, platform }: Services) {
-  return async (c: Context<AppEnv>) => {
+  const state = z.object({ status: z.enum(["ok", "fail"]) });
+  return operation({
+    summary: "The daemon's components: the store and the telephony platform",
+    responses: { 200: z.object({ store: state, platform: state }) },
+  }, async (c: Context<AppEnv>) => {
     const state = (up: boolean) => ({ status: up ? "ok" : "fail" });
     return c.json({ store: state(await store.ping()), platform: state(platform.reachable()) });
-  };
+  });
 }
+
+const noAgent = { 404: "`no such agent`" };
+const notLogged = { ...noAgent, 409: "`not logged in`" };
 
 /** The routes of one agent named by `key`, below `/{key.kind}`. */
 function oneAgentRoutes(services: Services, key: AgentKey): Hono<AppEnv> {
@@ -76,31 +109,76 @@ function oneAgentRoutes(services: Services, key: AgentKey): Hono<AppEnv> {
   const acl = (action: string) =>
     agentdAcl(tokens, `agentd.agents.${key.kind}.{${key.param}}.${action}`);
   return new Hono<AppEnv>()
-    .get(path, acl("read"), async (c) => {
-      return c.json(await agentStatus(services, await pathAgent(services, c, key)));
-    })
-    .post(`${path}/login`, acl("login.create"), async (c) => {
-      const { extension, context } = await readFields(c, loginBody);
-      const agent = await pathAgent(services, c, key);
-      await refusalsAnswered(() => platform.agentLogin(agent, extension, context));
-      return c.body(null, 204);
-    })
-    .post(`${path}/logoff`, acl("logoff.create"), async (c) => {
-      const agent = await pathAgent(services, c, key);
-      await refusalsAnswered(() => platform.agentLogout(agent.id));
-      return c.body(null, 204);
-    })
-    .post(`${path}/pause`, acl("pause.create"), async (c) => {
-      const { reason } = await readFields(c, pauseBody, { optional: true });
-      const agent = await pathAgent(services, c, key);
-      await refusalsAnswered(() => platform.agentPause(agent.id, reason ?? null));
-      return c.body(null, 204);
-    })
-    .post(`${path}/unpause`, acl("unpause.create"), async (c) => {
-      const agent = await pathAgent(services, c, key);
-      await refusalsAnswered(() => platform.agentUnpause(agent.id));
-      return c.body(null, 204);
-    });
+    .get(
+      path,
+      acl("read"),
+      operation({
+        summary: `An agent's status, by ${key.param}`,
+        responses: { 200: AGENT_STATUS },
+        errors: noAgent,
+      }, async (c) => {
+        return c.json(await agentStatus(services, await pathAgent(services, c, key)));
+      }),
+    )
+    .post(
+      `${path}/login`,
+      acl("login.create"),
+      operation({
+        summary: "Logs the agent in on the line holding `extension` in `context`",
+        body: loginBody,
+        responses: { 204: null },
+        errors: {
+          ...noAgent,
+          409: "`already logged`, `extension and context already in use`",
+        },
+      }, async (c) => {
+        const { extension, context } = await readFields(c, loginBody);
+        const agent = await pathAgent(services, c, key);
+        await refusalsAnswered(() => platform.agentLogin(agent, extension, context));
+        return c.body(null, 204);
+      }),
+    )
+    .post(
+      `${path}/logoff`,
+      acl("logoff.create"),
+      operation({
+        summary: "Logs the agent off",
+        responses: { 204: null },
+        errors: notLogged,
+      }, async (c) => {
+        const agent = await pathAgent(services, c, key);
+        await refusalsAnswered(() => platform.agentLogout(agent.id));
+        return c.body(null, 204);
+      }),
+    )
+    .post(
+      `${path}/pause`,
+      acl("pause.create"),
+      operation({
+        summary: "Pauses the agent, with an optional reason",
+        body: { content: { "application/json": pauseBody }, required: false },
+        responses: { 204: null },
+        errors: notLogged,
+      }, async (c) => {
+        const { reason } = await readFields(c, pauseBody, { optional: true });
+        const agent = await pathAgent(services, c, key);
+        await refusalsAnswered(() => platform.agentPause(agent.id, reason ?? null));
+        return c.body(null, 204);
+      }),
+    )
+    .post(
+      `${path}/unpause`,
+      acl("unpause.create"),
+      operation({
+        summary: "Unpauses the agent",
+        responses: { 204: null },
+        errors: notLogged,
+      }, async (c) => {
+        const agent = await pathAgent(services, c, key);
+        await refusalsAnswered(() => platform.agentUnpause(agent.id));
+        return c.body(null, 204);
+      }),
+    );
 }
 
 /**
@@ -123,24 +201,42 @@ function membershipRoutes(services: Services): Hono<AppEnv> {
   const isMember = (queue: QueueRecord, agent: AgentRecord) =>
     queue.members.some((member) => member.agent_id === agent.id);
   return new Hono<AppEnv>()
-    .post("/:id/add", acl("add.create"), async (c) => {
-      const { queue_id } = await readFields(c, queueBody);
-      const named = await pathAgent(services, c, byId);
-      await changeMembership(services, (tx) => load(tx, named.id, queue_id), (queue, agent) => {
-        if (isMember(queue, agent)) throw alreadyInQueue();
-        return withMember(queue, agent.id, 0);
-      });
-      return c.body(null, 204);
-    })
-    .post("/:id/remove", acl("delete.create"), async (c) => {
-      const { queue_id } = await readFields(c, queueBody);
-      const named = await pathAgent(services, c, byId);
-      await changeMembership(services, (tx) => load(tx, named.id, queue_id), (queue, agent) => {
-        if (!isMember(queue, agent)) throw notInQueue();
-        return withoutMember(queue, agent.id);
-      });
-      return c.body(null, 204);
-    });
+    .post(
+      "/:id/add",
+      acl("add.create"),
+      operation({
+        summary: "Adds the agent to a queue (penalty 0)",
+        body: queueBody,
+        responses: { 204: null },
+        errors: { 404: "`no such agent`, `no such queue`", 409: "`agent already in queue`" },
+      }, async (c) => {
+        const { queue_id } = await readFields(c, queueBody);
+        const named = await pathAgent(services, c, byId);
+        await changeMembership(services, (tx) => load(tx, named.id, queue_id), (queue, agent) => {
+          if (isMember(queue, agent)) throw alreadyInQueue();
+          return withMember(queue, agent.id, 0);
+        });
+        return c.body(null, 204);
+      }),
+    )
+    .post(
+      "/:id/remove",
+      acl("delete.create"),
+      operation({
+        summary: "Removes the agent from a queue",
+        body: queueBody,
+        responses: { 204: null },
+        errors: { 404: "`no such agent`, `no such queue`", 409: "`agent not in queue`" },
+      }, async (c) => {
+        const { queue_id } = await readFields(c, queueBody);
+        const named = await pathAgent(services, c, byId);
+        await changeMembership(services, (tx) => load(tx, named.id, queue_id), (queue, agent) => {
+          if (!isMember(queue, agent)) throw notInQueue();
+          return withoutMember(queue, agent.id);
+        });
+        return c.body(null, 204);
+      }),
+    );
 }
 
 /** Every agent logged in now, with where it is logged, in id order. */

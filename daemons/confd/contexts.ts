@@ -51,6 +51,7 @@ export const contextResource: Resource<ContextRecord, ContextRecord> = {
   view: (context) => context,
   fields: FIELDS,
   search: ["name", "display_name", "description"],
+  schemas: { create: createSchema, update: updateSchema },
   create(_tx, body, id) {
     const input = check(createSchema, body);
     return Promise.resolve({

@@ -15,7 +15,8 @@ import type { Store } from "../../lib/store/store.ts";
 import { check, integerId, readBody } from "./body.ts";
 import { alreadyExists, type ConfdError, notFound } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
-import { listItems } from "./list.ts";
+import { LIST_QUERY, listBody, listItems } from "./list.ts";
+import { operation } from "../../lib/openapi/operation.ts";
 
 type Item = Record<string, unknown>;
 type Id = number | string;
@@ -66,6 +67,8 @@ interface Description<T extends { id: Id }, C, U> {
   afterDelete?(store: Store, deleted: T): Promise<void>;
   /** The error for a taken unique value; default `<label> already exists ('field': value)`. */
   conflict?(error: UniqueConflict): ConfdError;
+  /** The bodies POST and PUT read and the view, for the OpenAPI document (any object if unset). */
+  schemas?: { create?: z.ZodType; update?: z.ZodType; view?: z.ZodType };
 }
 
 /**
@@ -136,6 +139,7 @@ export function bodyRecords<T extends { id: number }, S extends z.ZodObject>(
 ) {
   const partial = schema.partial();
   return {
+    schemas: { create: schema, update: partial },
     create: (_tx: Transaction, body: Item, id: number) =>
       Promise.resolve({ id, ...structuredClone(defaults), ...check(schema, body) } as T),
     update: (_tx: Transaction, current: T, body: Item) =>
@@ -186,48 +190,93 @@ export function resourceRoutes<T extends { id: Id }, V extends object, C, U>(
     return id;
   };
 
+  const view = resource.schemas?.view ?? anyObject;
+  const notFoundError = { 404: `\`Resource Not Found - ${label} was not found …\`` };
   return new Hono<AppEnv>()
-    .get(path, confdAcl(tokens, `${acl}.read`), async (c) => {
-      const items = await views(store, await collection.all(store));
-      return c.json(listItems(c, items, { fields: resource.fields, search: resource.search }));
-    })
-    .post(path, confdAcl(tokens, `${acl}.create`), async (c) => {
-      const body = await readBody(c, anyObject);
-      const input = resource.bodies ? resource.bodies.create(body) : body as C;
-      const id = await newId(store);
-      const record = await withConflicts(resource, () =>
-        transact(store, async (tx) => {
-          const created = await resource.create(tx, input, id);
-          tx.put(collection, created);
-          return created;
-        }));
-      c.header("Location", `/1.1${path}/${record.id}`);
-      return c.json(await viewOf(record), 201);
-    })
-    .get(one, confdAcl(tokens, `${acl}.{${param}}.read`), async (c) => {
-      const record = await getOr404(store, collection, label, idOf(c), param);
-      return c.json(await viewOf(record));
-    })
-    .put(one, confdAcl(tokens, `${acl}.{${param}}.update`), async (c) => {
-      const id = idOf(c);
-      const body = await readBody(c, anyObject);
-      const input = resource.bodies ? resource.bodies.update(body) : body as U;
-      await withConflicts(resource, () =>
-        transact(store, async (tx) => {
+    .get(
+      path,
+      confdAcl(tokens, `${acl}.read`),
+      operation({
+        summary: `Lists the ${label.toLowerCase()} records`,
+        description: `Filters: \`?<field>=<value>\` for ${resource.fields.join(", ")}.`,
+        query: LIST_QUERY,
+        responses: { 200: listBody(view) },
+      }, async (c) => {
+        const items = await views(store, await collection.all(store));
+        return c.json(listItems(c, items, { fields: resource.fields, search: resource.search }));
+      }),
+    )
+    .post(
+      path,
+      confdAcl(tokens, `${acl}.create`),
+      operation({
+        summary: `Creates a ${label.toLowerCase()} record`,
+        body: resource.schemas?.create ?? anyObject,
+        responses: { 201: view },
+        errors: { 400: "`Input Error - …`, `Resource Error - … already exists …`" },
+      }, async (c) => {
+        const body = await readBody(c, anyObject);
+        const input = resource.bodies ? resource.bodies.create(body) : body as C;
+        const id = await newId(store);
+        const record = await withConflicts(resource, () =>
+          transact(store, async (tx) => {
+            const created = await resource.create(tx, input, id);
+            tx.put(collection, created);
+            return created;
+          }));
+        c.header("Location", `/1.1${path}/${record.id}`);
+        return c.json(await viewOf(record), 201);
+      }),
+    )
+    .get(
+      one,
+      confdAcl(tokens, `${acl}.{${param}}.read`),
+      operation({
+        summary: `One ${label.toLowerCase()} record`,
+        responses: { 200: view },
+        errors: notFoundError,
+      }, async (c) => {
+        const record = await getOr404(store, collection, label, idOf(c), param);
+        return c.json(await viewOf(record));
+      }),
+    )
+    .put(
+      one,
+      confdAcl(tokens, `${acl}.{${param}}.update`),
+      operation({
+        summary: `Changes the fields sent of a ${label.toLowerCase()} record`,
+        body: resource.schemas?.update ?? anyObject,
+        responses: { 204: null },
+        errors: { ...notFoundError, 400: "`Input Error - …`, `Resource Error - …`" },
+      }, async (c) => {
+        const id = idOf(c);
+        const body = await readBody(c, anyObject);
+        const input = resource.bodies ? resource.bodies.update(body) : body as U;
+        await withConflicts(resource, () =>
+          transact(store, async (tx) => {
+            const current = await loadOr404(tx, collection, label, id, param);
+            tx.put(collection, { ...await resource.update(tx, current, input), id });
+          }));
+        return c.body(null, 204);
+      }),
+    )
+    .delete(
+      one,
+      confdAcl(tokens, `${acl}.{${param}}.delete`),
+      operation({
+        summary: `Deletes a ${label.toLowerCase()} record`,
+        responses: { 204: null },
+        errors: { ...notFoundError, 400: "`Resource Error - … is associated with …`" },
+      }, async (c) => {
+        const id = idOf(c);
+        const deleted = await transact(store, async (tx) => {
           const current = await loadOr404(tx, collection, label, id, param);
-          tx.put(collection, { ...await resource.update(tx, current, input), id });
-        }));
-      return c.body(null, 204);
-    })
-    .delete(one, confdAcl(tokens, `${acl}.{${param}}.delete`), async (c) => {
-      const id = idOf(c);
-      const deleted = await transact(store, async (tx) => {
-        const current = await loadOr404(tx, collection, label, id, param);
-        await resource.beforeDelete?.(tx, current);
-        tx.remove(collection, id);
-        return current;
-      });
-      await resource.afterDelete?.(store, deleted);
-      return c.body(null, 204);
-    });
+          await resource.beforeDelete?.(tx, current);
+          tx.remove(collection, id);
+          return current;
+        });
+        await resource.afterDelete?.(store, deleted);
+        return c.body(null, 204);
+      }),
+    );
 }

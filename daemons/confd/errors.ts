@@ -4,10 +4,14 @@
  */
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { z } from "zod";
 import { ApiError, IncompleteBody, UnknownPathValue, Unreachable } from "../../lib/errors.ts";
 import { type AppEnv, logUnreachable, storeLimitError } from "../../lib/http.ts";
 import type { Logger } from "../../lib/log.ts";
 import { UniqueConflict } from "../../lib/store/records.ts";
+
+/** The body of every error here: `<kind> - <what>` texts, e.g. `Input Error - field …`. */
+export const CONFD_ERROR_BODY = z.array(z.string()).min(1);
 
 export class ConfdError extends Error {
   constructor(readonly status: ContentfulStatusCode, readonly messages: string[]) {

@@ -3,6 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import { requireAcl } from "../../lib/auth/guard.ts";
 import type { Tokens } from "../../lib/auth/tokens.ts";
 import type { AppEnv } from "../../lib/http.ts";
+import { guardTag } from "../../lib/openapi/operation.ts";
 import { ConfdError } from "./errors.ts";
 
 /**
@@ -13,11 +14,11 @@ import { ConfdError } from "./errors.ts";
  */
 export function confdAcl(tokens: Tokens, template: string): MiddlewareHandler<AppEnv> {
   const acl = requireAcl(tokens, template);
-  return (c, next) =>
+  return guardTag((c, next) =>
     acl(c, () => {
       if (c.get("identity").userType !== "webservice") {
         throw new ConfdError(403, ["Forbidden - the configuration API is for web service users"]);
       }
       return next();
-    });
+    }), { acl: template, who: "web service users only" });
 }

@@ -3,6 +3,7 @@
  * `search`, `order`, `direction`, `limit`, `offset` (`skip` as a deprecated alias) and exact-match
  * filters on fields (`?context=default`). `total` counts the matches before paging.
  */
+import { z } from "zod";
 import type { Context } from "hono";
 import { inputError } from "./errors.ts";
 
@@ -24,6 +25,20 @@ const CONTROLS = new Set([
 export function fold(text: string): string {
   return text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
 }
+
+/** The query values every list takes besides its field filters, for the OpenAPI document. */
+export const LIST_QUERY = z.object({
+  search: z.string().optional().meta({ description: "Text searched in the text fields" }),
+  order: z.string().optional().meta({ description: "The field to sort by" }),
+  direction: z.enum(["asc", "desc"]).optional(),
+  limit: z.int().min(1).optional(),
+  offset: z.int().min(0).optional(),
+  skip: z.int().min(0).optional().meta({ description: "Deprecated: `offset`" }),
+});
+
+/** A list answer of `item`s. */
+export const listBody = (item: z.ZodType) =>
+  z.object({ total: z.int().meta({ description: "Matches before paging" }), items: z.array(item) });
 
 function nonNegative(name: string, raw: string, min: number): number {
   if (!/^\d{1,9}$/.test(raw) || Number(raw) < min) {

@@ -2,6 +2,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { ApiError } from "../errors.ts";
 import type { AppEnv } from "../http.ts";
+import { guardTag } from "../openapi/operation.ts";
 import { checkPathValues } from "../path_values.ts";
 import { isAllowed } from "./acl.ts";
 import type { Tokens } from "./tokens.ts";
@@ -51,11 +52,11 @@ export function fillAcl(template: string, params: Record<string, string>): strin
  * meet `lib/path_values.ts` (else `UnknownPathValue`, before any store access).
  */
 export function requireToken(tokens: Tokens): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return guardTag(async (c, next) => {
     c.set("identity", await tokens.verify(readToken(c)));
     checkPathValues(c);
     await next();
-  };
+  }, {});
 }
 
 /**
@@ -74,7 +75,7 @@ export function requireAcl(
   { ctiOnly }: { ctiOnly?: string } = {},
 ): MiddlewareHandler<AppEnv> {
   const constant = template.includes("{") ? null : template;
-  return async (c, next) => {
+  return guardTag(async (c, next) => {
     const identity = await tokens.verify(readToken(c));
     checkPathValues(c);
     const required = constant ?? fillAcl(template, c.req.param() as Record<string, string>);
@@ -84,5 +85,5 @@ export function requireAcl(
     if (ctiOnly && identity.userType !== "cti") throw new ApiError(403, "Forbidden", ctiOnly);
     c.set("identity", identity);
     await next();
-  };
+  }, { acl: template, who: ctiOnly && "CTI users only" });
 }

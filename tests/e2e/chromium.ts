@@ -1,4 +1,10 @@
-/** What the headless Chromium tests share: the page server and the clean-up of Chromium's processes. */
+/**
+ * What the headless Chromium tests share: the page server, a DevTools protocol client, and the
+ * clean-up of Chromium's processes.
+ */
+import { readLines } from "../peers/process.ts";
+
+export const CHROMIUM = "/usr/bin/chromium";
 
 /** Why the tests install Debian's `chromium`. */
 export const CHROMIUM_WHY = "a real headless browser for the browser tests";
@@ -55,4 +61,120 @@ export async function reap(pgid: number, home: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   await Deno.remove(home, { recursive: true });
+}
+
+/** A minimal DevTools protocol client over the browser's WebSocket. */
+export class DevTools {
+  #nextId = 1;
+  #pending = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void }>();
+  // deno-lint-ignore no-explicit-any
+  #listeners = new Map<string, ((params: any) => void)[]>();
+  /** Console lines and uncaught exceptions of the page, for failure messages. */
+  readonly pageLog: string[] = [];
+
+  /** Calls `listener` with the parameters of every event `method` (of any session). */
+  // deno-lint-ignore no-explicit-any
+  onEvent(method: string, listener: (params: any) => void): void {
+    this.#listeners.set(method, [...this.#listeners.get(method) ?? [], listener]);
+  }
+
+  private constructor(private readonly socket: WebSocket) {
+    socket.onmessage = (event) => {
+      const message = JSON.parse(event.data);
+      if (message.id !== undefined) {
+        const waiting = this.#pending.get(message.id);
+        this.#pending.delete(message.id);
+        if (message.error) waiting?.reject(new Error(JSON.stringify(message.error)));
+        else waiting?.resolve(message.result);
+      } else if (message.method === "Runtime.consoleAPICalled") {
+        const args = message.params.args.map((arg: { value?: unknown; description?: string }) =>
+          arg.value ?? arg.description
+        );
+        this.pageLog.push(`console.${message.params.type}: ${args.join(" ")}`);
+      } else if (message.method === "Runtime.exceptionThrown") {
+        const details = message.params.exceptionDetails;
+        this.pageLog.push(`exception: ${details.exception?.description ?? details.text}`);
+      }
+      for (const listener of this.#listeners.get(message.method) ?? []) listener(message.params);
+    };
+    socket.onclose = () => {
+      for (const waiting of this.#pending.values()) waiting.reject(new Error("DevTools closed"));
+      this.#pending.clear();
+    };
+  }
+
+  static async connect(url: string): Promise<DevTools> {
+    const socket = new WebSocket(url);
+    await new Promise((resolve, reject) => {
+      socket.onopen = resolve;
+      socket.onerror = () => reject(new Error(`cannot reach DevTools at ${url}`));
+    });
+    return new DevTools(socket);
+  }
+
+  // deno-lint-ignore no-explicit-any
+  send(method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<any> {
+    const id = this.#nextId++;
+    const { promise, resolve, reject } = Promise.withResolvers<unknown>();
+    this.#pending.set(id, { resolve, reject });
+    this.socket.send(JSON.stringify({ id, method, params, sessionId }));
+    return promise;
+  }
+
+  close(): void {
+    this.socket.close();
+  }
+}
+
+/**
+ * Runs headless Chromium with the DevTools protocol on a loopback port, in a process group of its
+ * own (`setsid`) with a temporary home, hands `use` a client connected to it, and afterwards kills
+ * the group and every process naming that home, waiting until none is left.
+ */
+export async function withChromium<T>(use: (devtools: DevTools) => Promise<T>): Promise<T> {
+  const home = await Deno.makeTempDir({ prefix: "svc-chromium-" });
+  const child = new Deno.Command("setsid", {
+    args: [
+      CHROMIUM,
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--remote-debugging-address=127.0.0.1",
+      "--remote-debugging-port=0",
+      `--user-data-dir=${home}/profile`,
+      "about:blank",
+    ],
+    env: { HOME: home, XDG_CONFIG_HOME: `${home}/config`, XDG_CACHE_HOME: `${home}/cache` },
+    stdin: "null",
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const pgid = child.pid; // setsid runs chromium in place: the group is chromium's pid
+  const stderr: string[] = [];
+  const { promise: listening, resolve } = Promise.withResolvers<string | null>();
+  const reading = readLines(child.stderr, (line) => {
+    stderr.push(line);
+    const url = /DevTools listening on (ws:\/\/\S+)/.exec(line)?.[1];
+    if (url) resolve(url);
+  }).finally(() => resolve(null));
+  const timer = setTimeout(() => resolve(null), 15_000);
+  let devtools: DevTools | null = null;
+  try {
+    const url = await listening;
+    clearTimeout(timer);
+    if (url === null) throw new Error(`chromium gave no DevTools address:\n${stderr.join("\n")}`);
+    devtools = await DevTools.connect(url);
+    return await use(devtools);
+  } finally {
+    clearTimeout(timer);
+    devtools?.close();
+    await reap(pgid, home);
+    await child.status;
+    await reading;
+  }
 }

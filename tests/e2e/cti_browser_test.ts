@@ -8,11 +8,9 @@
  */
 import assert from "node:assert/strict";
 import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
-import { readLines } from "../peers/process.ts";
 import { startServer, withTempDir } from "./server.ts";
-import { CHROMIUM_WHY, reap, servePage } from "./chromium.ts";
+import { CHROMIUM_WHY, type DevTools, servePage, withChromium } from "./chromium.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 /** How long the page may take from its first request to alice's hangup. */
 const PAGE_BUDGET_MS = 20_000;
 
@@ -80,114 +78,6 @@ const page = (script: string) =>
 <html><head><meta charset="utf-8"><title>svc CTI</title></head>
 <body><script type="module">${script}</script></body></html>`;
 
-/** A minimal DevTools protocol client over the browser's WebSocket. */
-class DevTools {
-  #nextId = 1;
-  #pending = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void }>();
-  /** Console lines and uncaught exceptions of the page, for failure messages. */
-  readonly pageLog: string[] = [];
-
-  private constructor(private readonly socket: WebSocket) {
-    socket.onmessage = (event) => {
-      const message = JSON.parse(event.data);
-      if (message.id !== undefined) {
-        const waiting = this.#pending.get(message.id);
-        this.#pending.delete(message.id);
-        if (message.error) waiting?.reject(new Error(JSON.stringify(message.error)));
-        else waiting?.resolve(message.result);
-      } else if (message.method === "Runtime.consoleAPICalled") {
-        const args = message.params.args.map((arg: { value?: unknown; description?: string }) =>
-          arg.value ?? arg.description
-        );
-        this.pageLog.push(`console.${message.params.type}: ${args.join(" ")}`);
-      } else if (message.method === "Runtime.exceptionThrown") {
-        const details = message.params.exceptionDetails;
-        this.pageLog.push(`exception: ${details.exception?.description ?? details.text}`);
-      }
-    };
-    socket.onclose = () => {
-      for (const waiting of this.#pending.values()) waiting.reject(new Error("DevTools closed"));
-      this.#pending.clear();
-    };
-  }
-
-  static async connect(url: string): Promise<DevTools> {
-    const socket = new WebSocket(url);
-    await new Promise((resolve, reject) => {
-      socket.onopen = resolve;
-      socket.onerror = () => reject(new Error(`cannot reach DevTools at ${url}`));
-    });
-    return new DevTools(socket);
-  }
-
-  // deno-lint-ignore no-explicit-any
-  send(method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<any> {
-    const id = this.#nextId++;
-    const { promise, resolve, reject } = Promise.withResolvers<unknown>();
-    this.#pending.set(id, { resolve, reject });
-    this.socket.send(JSON.stringify({ id, method, params, sessionId }));
-    return promise;
-  }
-
-  close(): void {
-    this.socket.close();
-  }
-}
-
-/**
- * Runs headless Chromium with the DevTools protocol on a loopback port, in a process group of its
- * own (`setsid`) with a temporary home, hands `use` a client connected to it, and afterwards kills
- * the group and every process naming that home, waiting until none is left.
- */
-async function withChromium<T>(use: (devtools: DevTools) => Promise<T>): Promise<T> {
-  const home = await Deno.makeTempDir({ prefix: "svc-chromium-" });
-  const child = new Deno.Command("setsid", {
-    args: [
-      CHROMIUM,
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--remote-debugging-address=127.0.0.1",
-      "--remote-debugging-port=0",
-      `--user-data-dir=${home}/profile`,
-      "about:blank",
-    ],
-    env: { HOME: home, XDG_CONFIG_HOME: `${home}/config`, XDG_CACHE_HOME: `${home}/cache` },
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const pgid = child.pid; // setsid runs chromium in place: the group is chromium's pid
-  const stderr: string[] = [];
-  const { promise: listening, resolve } = Promise.withResolvers<string | null>();
-  const reading = readLines(child.stderr, (line) => {
-    stderr.push(line);
-    const url = /DevTools listening on (ws:\/\/\S+)/.exec(line)?.[1];
-    if (url) resolve(url);
-  }).finally(() => resolve(null));
-  const timer = setTimeout(() => resolve(null), 15_000);
-  let devtools: DevTools | null = null;
-  try {
-    const url = await listening;
-    clearTimeout(timer);
-    if (url === null) throw new Error(`chromium gave no DevTools address:\n${stderr.join("\n")}`);
-    devtools = await DevTools.connect(url);
-    return await use(devtools);
-  } finally {
-    clearTimeout(timer);
-    devtools?.close();
-    await reap(pgid, home);
-    await child.status;
-    await reading;
-  }
-}
-
-/** Kills what is left of Chromium's processes (see {@link leftOver}), waits until none is. */
 /** Opens `url` in a new tab and answers the value `window.finished` resolves to. */
 async function runPage(devtools: DevTools, url: string): Promise<Seen> {
   const { targetId } = await devtools.send("Target.createTarget", { url: "about:blank" });
