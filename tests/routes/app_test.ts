@@ -75,8 +75,8 @@ Deno.test("a known path with another method: 405 with Allow, in each area's erro
       message:
         "PATCH is not allowed on /svc/api/2.0/contact/personal (allowed: GET, HEAD, POST, DELETE)",
     }],
-    ["PATCH", "/1.1/users/export", "GET, HEAD", [
-      "Method Not Allowed - PATCH is not allowed on /1.1/users/export (allowed: GET, HEAD)",
+    ["PATCH", "/1.1/users", "GET, HEAD, POST", [
+      "Method Not Allowed - PATCH is not allowed on /1.1/users (allowed: GET, HEAD, POST)",
     ]],
     ["GET", "/svc/api/1.0/dnd/demo/alice/", "POST", {
       error: "MethodNotAllowed",
