@@ -4,7 +4,7 @@
  * (Kerberos SPNEGO), `GET /auth/cas` (a CAS service ticket) and `GET /auth/oidc` (an OpenID Connect
  * access token), each answering its "not configured" error while its setting is unset.
  */
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { CTI_USER_ALIAS } from "../lib/auth/acl.ts";
 import { authenticate, MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
@@ -15,6 +15,7 @@ import { OidcVerifier } from "../lib/auth/sso/oidc.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, readJson } from "../lib/http.ts";
+import type { LoginMethod } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
 import { markConnected } from "../lib/store/connections.ts";
 import { findUserByUsername, getUser } from "../lib/store/users.ts";
@@ -23,7 +24,7 @@ import { findWebServiceUserByLogin, getWebServiceUser } from "../lib/store/webse
 const credentialsSchema = z.object({ login: z.string(), password: z.string() });
 
 export function authRoutes(services: Services) {
-  const { store, tokens, throttle, clock, config } = services;
+  const { store, tokens, clock, config, metrics } = services;
   const oidc = config.oidcIssuer
     ? new OidcVerifier({
       issuer: config.oidcIssuer,
@@ -51,6 +52,17 @@ export function authRoutes(services: Services) {
     });
   }
 
+  /**
+   * Counts a single sign-on login in `svc_logins_total` by its answer: 200 a success, a 4xx a
+   * refusal (no proof, one not accepted, an unknown user, the method not configured).
+   */
+  const countedSso = (method: LoginMethod): MiddlewareHandler<AppEnv> => async (c, next) => {
+    await next();
+    const { status } = c.res;
+    if (status === 200) metrics.login("cti", method, "success");
+    else if (status >= 400 && status < 500) metrics.login("cti", method, "refused");
+  };
+
   /** Issues a token; a CTI user becomes connected for the token's lifetime. */
   async function tokenResult(identity: Identity) {
     const { token, ttl } = await tokens.issue(identity);
@@ -65,7 +77,7 @@ export function authRoutes(services: Services) {
     .post("/auth/login", async (c) => {
       const body = await readJson(c, credentialsSchema, "InvalidJson");
       const user = await authenticate(
-        throttle,
+        services,
         "cti",
         body,
         (login) => findUserByUsername(store, login),
@@ -82,7 +94,7 @@ export function authRoutes(services: Services) {
     .post("/auth/webservice", async (c) => {
       const body = await readJson(c, credentialsSchema, "InvalidJson");
       const user = await authenticate(
-        throttle,
+        services,
         "webservice",
         body,
         (login) => findWebServiceUserByLogin(store, login),
@@ -105,7 +117,7 @@ export function authRoutes(services: Services) {
       if (!user) throw new ApiError(401, "UserNotFound", "the token's user no longer exists");
       return c.json(await tokenResult(identity));
     })
-    .get("/auth/sso", async (c) => {
+    .get("/auth/sso", countedSso("kerberos"), async (c) => {
       if (!kerberos) {
         throw new ApiError(
           401,
@@ -124,7 +136,7 @@ export function authRoutes(services: Services) {
       if (responseToken) c.header("WWW-Authenticate", `Negotiate ${responseToken}`);
       return c.json(result);
     })
-    .get("/auth/cas", async (c) => {
+    .get("/auth/cas", countedSso("cas"), async (c) => {
       if (!config.casUrl) {
         throw new ApiError(403, "CasServerUrlNotSet", "CAS authentication is not configured");
       }
@@ -135,7 +147,7 @@ export function authRoutes(services: Services) {
       }
       return c.json(await ssoTokenResult(await validateCasTicket(config.casUrl, service, ticket)));
     })
-    .get("/auth/oidc", async (c) => {
+    .get("/auth/oidc", countedSso("oidc"), async (c) => {
       if (!oidc) {
         throw new ApiError(403, "OidcNotEnabled", "OpenID Connect authentication is not enabled");
       }

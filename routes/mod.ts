@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { CachedRouter } from "../lib/cached_router.ts";
 import { cors } from "../lib/cors.ts";
 import { apiErrorHandler, type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
+import { requestMetrics } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
 import { agentdRootRoutes, agentdRoutes } from "../daemons/agentd/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
@@ -18,6 +19,7 @@ import { eventRoutes } from "./events.ts";
 import { forwardRoutes } from "./forwards.ts";
 import { healthRoutes } from "./health.ts";
 import { historyRoutes } from "./history.ts";
+import { metricsRoutes } from "./metrics.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
 import { simRoutes } from "./sim.ts";
 import { xivoAuthRoutes } from "./xivo_auth.ts";
@@ -56,9 +58,11 @@ export function createApp(services: Services) {
 
   const app = new Hono<AppEnv>({ router: new CachedRouter() });
   app.use(requestLog(services.logger));
+  app.use(requestMetrics(services.metrics));
   // before any guard: a preflight carries no token; on every answer of every area, errors included
   app.use(cors(services.config.corsOrigins));
   app.route("/", healthRoutes(services));
+  app.route("/", metricsRoutes(services));
   app.route(API_V2, v2);
   app.route(API_V1, legacyRoutes(services));
   app.route("/1.1", confdRoutes(services));

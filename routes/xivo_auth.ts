@@ -215,7 +215,7 @@ function xivoAuthErrorHandler(logger: Logger, clock: Clock) {
 }
 
 export function xivoAuthRoutes(services: Services) {
-  const { store, tokens, throttle, clock, config, logger } = services;
+  const { store, tokens, clock, config, logger } = services;
 
   /**
    * Checks the credentials against the backend's users, with the login throttle of the matching
@@ -224,7 +224,7 @@ export function xivoAuthRoutes(services: Services) {
   async function logIn(backend: Backend, credentials: { login: string; password: string }) {
     if (backend === "xivo_service") {
       const user = await authenticate(
-        throttle,
+        services,
         "webservice",
         credentials,
         (login) => findWebServiceUserByLogin(store, login),
@@ -238,7 +238,7 @@ export function xivoAuthRoutes(services: Services) {
       return { identity, userUuid: null };
     }
     const user = await authenticate(
-      throttle,
+      services,
       "cti",
       credentials,
       (login) => findUserByUsername(store, login),
