@@ -14,6 +14,9 @@
  * Personal contacts: the list view of a CTI user with 20 contacts under wrk, and the times to
  * import a 10,000-line CSV (plain body) and to export those 10,000 contacts, for another CTI user.
  *
+ * Metrics: `GET /metrics` under wrk, once the other scenarios have filled the request histogram (a
+ * scrape formats every series and reads the event outbox from the store).
+ *
  * CTI sockets (`GET /svc/api/2.0/cti`), on a server of their own: its RSS (`VmRSS`) at start and
  * with 10,000 idle sockets of 10 users, held by `bench/ws_clients.ts` in a process of its own; then
  * the delay from `POST /dnd/{username}` to its `UserConfigUpdate` on each of the user's 1,000
@@ -624,6 +627,14 @@ const scenarios: Scenario[] = [
         headers: { Authorization: `Bearer ${token}` },
       };
     },
+  },
+  {
+    // last: the scenarios before have filled the request histogram with their routes
+    name: "GET /metrics (a Prometheus scrape, with the outbox read)",
+    setup: ({ svc, adminToken }) => ({
+      url: `${svc}/metrics`,
+      headers: { Authorization: `Bearer ${adminToken}` },
+    }),
   },
 ];
 

@@ -49,7 +49,7 @@ export function userRoutes(services: Services): Hono<AppEnv> {
       const { password } = await readJson(c, connectSchema, "InvalidJson");
       const login = pathUsername(c);
       const user = await authenticate(
-        services.throttle,
+        services,
         "cti",
         { login, password },
         (username) => findUserByUsername(services.store, username),

@@ -45,6 +45,8 @@ export interface Config {
   ctiMaxPerUser: number;
   /** Bytes a CTI socket or SSE stream may have waiting to be sent before it is closed. */
   ctiSendBuffer: number;
+  /** A static bearer token that may read `/metrics` (a scrape job's), or null. */
+  metricsToken: string | null;
 }
 
 /** A setting with a bad value; the message names the setting and says what is wrong. */
@@ -126,6 +128,17 @@ const hostName: Parser<string> = (raw) => {
 const secret: Parser<string | null> = (raw) => {
   if (/[\r\n]/.test(raw)) throw new Error("must be one line");
   return raw === "" ? null : raw;
+};
+
+/**
+ * A static bearer token: at least 32 characters (it never expires: it must not be guessable), all
+ * visible ASCII (it travels in `Authorization: Bearer <token>`); never echoed back. Empty: unset.
+ */
+const bearerSecret: Parser<string | null> = (raw) => {
+  if (raw === "") return null;
+  if (!/^[\x21-\x7e]+$/.test(raw)) throw new Error("must be visible ASCII characters, no space");
+  if (raw.length < 32) throw new Error("must be at least 32 characters long");
+  return raw;
 };
 
 /** Origins separated by commas (`https://crm.example.com`, `http://localhost:3000`), or `*`. */
@@ -219,6 +232,7 @@ const settings = {
     parse: integer(1024, 1_073_741_824),
     key: "ctiSendBuffer",
   },
+  SVC_METRICS_TOKEN: { default: "", parse: bearerSecret, key: "metricsToken" },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
 
 /** The names of every setting, in the order of the README's table. */

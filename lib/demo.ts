@@ -47,6 +47,7 @@ export const DEMO_WEBSERVICE_USER = {
     "svc.rest.call_qualification.#",
     "svc.rest.events.#",
     "svc.rest.sim.#",
+    "svc.rest.metrics.read",
     "confd.#",
     "agentd.#",
   ],

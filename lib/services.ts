@@ -7,6 +7,7 @@ import { EventFeed } from "./events/feed.ts";
 import { CtiHub } from "./cti/hub.ts";
 import { platformMessage } from "./events/messages.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { Metrics } from "./metrics.ts";
 import { AsteriskPlatform } from "./platform/asterisk/mod.ts";
 import type { Platform } from "./platform/port.ts";
 import { SimPlatform } from "./platform/sim/mod.ts";
@@ -31,6 +32,8 @@ export interface Services {
   feed: EventFeed;
   /** The CTI sockets of this process. */
   cti: CtiHub;
+  /** This process's Prometheus metrics (`GET /metrics`). */
+  metrics: Metrics;
 }
 
 /**
@@ -83,6 +86,7 @@ export async function createServices(
     events,
     feed: new EventFeed({ store, clock, logger, events }),
     cti: null as unknown as CtiHub, // the hub needs the services: set right below
+    metrics: new Metrics({ store, events, platform, clock }),
   };
   services.cti = new CtiHub(services);
   return services;

@@ -5,7 +5,7 @@
  * access token), each answering its "not configured" error while its setting is unset.
  */
 import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { z } from "zod";
 import { CTI_USER_ALIAS } from "../lib/auth/acl.ts";
 import { authenticate, MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
@@ -16,6 +16,7 @@ import { OidcVerifier } from "../lib/auth/sso/oidc.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, readJson } from "../lib/http.ts";
+import type { LoginMethod } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
 import { markConnected } from "../lib/store/connections.ts";
 import { findUserByUsername, getUser } from "../lib/store/users.ts";
@@ -45,7 +46,7 @@ const ssoDoc = (summary: string, errors: Record<number, string>, query?: z.ZodOb
 });
 
 export function authRoutes(services: Services) {
-  const { store, tokens, throttle, clock, config } = services;
+  const { store, tokens, clock, config, metrics } = services;
   const oidc = config.oidcIssuer
     ? new OidcVerifier({
       issuer: config.oidcIssuer,
@@ -73,6 +74,17 @@ export function authRoutes(services: Services) {
     });
   }
 
+  /**
+   * Counts a single sign-on login in `svc_logins_total` by its answer: 200 a success, a 4xx a
+   * refusal (no proof, one not accepted, an unknown user, the method not configured).
+   */
+  const countedSso = (method: LoginMethod): MiddlewareHandler<AppEnv> => async (c, next) => {
+    await next();
+    const { status } = c.res;
+    if (status === 200) metrics.login("cti", method, "success");
+    else if (status >= 400 && status < 500) metrics.login("cti", method, "refused");
+  };
+
   /** Issues a token; a CTI user becomes connected for the token's lifetime. */
   async function tokenResult(identity: Identity) {
     const { token, ttl } = await tokens.issue(identity);
@@ -89,7 +101,7 @@ export function authRoutes(services: Services) {
       operation(credentialsDoc("A CTI user's token"), async (c) => {
         const body = await readJson(c, credentialsSchema, "InvalidJson");
         const user = await authenticate(
-          throttle,
+          services,
           "cti",
           body,
           (login) => findUserByUsername(store, login),
@@ -109,7 +121,7 @@ export function authRoutes(services: Services) {
       operation(credentialsDoc("A web service user's token"), async (c) => {
         const body = await readJson(c, credentialsSchema, "InvalidJson");
         const user = await authenticate(
-          throttle,
+          services,
           "webservice",
           body,
           (login) => findWebServiceUserByLogin(store, login),
@@ -146,6 +158,7 @@ export function authRoutes(services: Services) {
     )
     .get(
       "/auth/sso",
+      countedSso("kerberos"),
       operation({
         ...ssoDoc("A CTI user's token from Kerberos (SPNEGO)", {
           401: "`SsoAuthenticationFailed` (with `WWW-Authenticate: Negotiate`), `UserNotFound`",
@@ -173,6 +186,7 @@ export function authRoutes(services: Services) {
     )
     .get(
       "/auth/cas",
+      countedSso("cas"),
       operation(
         ssoDoc("A CTI user's token from a CAS service ticket", {
           403: "`CasServerUrlNotSet`, `CasServerInvalidParameter`, `CasServer…` (the CAS failure)",
@@ -194,6 +208,7 @@ export function authRoutes(services: Services) {
     )
     .get(
       "/auth/oidc",
+      countedSso("oidc"),
       operation({
         ...ssoDoc("A CTI user's token from an OpenID Connect access token", {
           403: "`OidcNotEnabled`, `OidcInvalidParameter`, `OidcAuthenticationFailed`",

@@ -1,12 +1,15 @@
 /**
- * `GET /health` (the process runs) and `GET /ready` (the store answers and the telephony platform
- * takes commands; decisions §1 and §12: 503, with `"platform": "unreachable"` when it is the PBX).
+ * `GET /health` (the process runs), `GET /ready` (the store answers and the telephony platform
+ * takes commands; decisions §1 and §12: 503, with `"platform": "unreachable"` when it is the PBX)
+ * and `GET /version` (svc's version and the git revision of the build, `lib/version.ts`). None
+ * needs a token: probes and deploy checks call them, and nothing they tell is secret.
  */
 import { z } from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
+import { buildInfo } from "../lib/version.ts";
 
 const ready = z.object({ status: z.literal("ready") });
 const unavailable = z.object({
@@ -40,5 +43,12 @@ export function healthRoutes({ store, platform }: Services) {
           : { status: "unavailable", platform: "unreachable" };
         return c.json(body, 503);
       }),
+    )
+    .get(
+      "/version",
+      operation({
+        summary: "The version and the git revision of this build (docs/metrics.md)",
+        responses: { 200: z.object({ version: z.string(), revision: z.string() }) },
+      }, (c) => c.json(buildInfo())),
     );
 }

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { CachedRouter } from "../lib/cached_router.ts";
 import { cors } from "../lib/cors.ts";
 import { apiErrorHandler, type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
+import { requestMetrics } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
 import { agentdRootRoutes, agentdRoutes } from "../daemons/agentd/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
@@ -20,6 +21,7 @@ import { eventRoutes } from "./events.ts";
 import { forwardRoutes } from "./forwards.ts";
 import { healthRoutes } from "./health.ts";
 import { historyRoutes } from "./history.ts";
+import { metricsRoutes } from "./metrics.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
 import { openApiRoutes } from "./openapi.ts";
 import { simRoutes } from "./sim.ts";
@@ -59,6 +61,7 @@ export function createApp(services: Services) {
 
   const app = new Hono<AppEnv>({ router: new CachedRouter() });
   app.use(requestLog(services.logger));
+  app.use(requestMetrics(services.metrics));
   // before any guard: a preflight carries no token; on every answer of every area, errors included
   app.use(cors(services.config.corsOrigins));
   app.route("/", healthRoutes(services));
@@ -66,6 +69,7 @@ export function createApp(services: Services) {
   // before the areas, whose unknown-path answers would take their paths
   app.route("/", openApiRoutes(() => app.routes));
   app.route("/", docsPageRoutes());
+  app.route("/", metricsRoutes(services));
   app.route(API_V2, v2);
   app.route(API_V1, legacyRoutes(services));
   app.route("/1.1", confdRoutes(services));

@@ -224,7 +224,7 @@ function xivoAuthErrorHandler(logger: Logger, clock: Clock) {
 }
 
 export function xivoAuthRoutes(services: Services, noRoute: NoRouteOf) {
-  const { store, tokens, throttle, clock, config, logger } = services;
+  const { store, tokens, clock, config, logger } = services;
 
   /**
    * Checks the credentials against the backend's users, with the login throttle of the matching
@@ -233,7 +233,7 @@ export function xivoAuthRoutes(services: Services, noRoute: NoRouteOf) {
   async function logIn(backend: Backend, credentials: { login: string; password: string }) {
     if (backend === "xivo_service") {
       const user = await authenticate(
-        throttle,
+        services,
         "webservice",
         credentials,
         (login) => findWebServiceUserByLogin(store, login),
@@ -247,7 +247,7 @@ export function xivoAuthRoutes(services: Services, noRoute: NoRouteOf) {
       return { identity, userUuid: null };
     }
     const user = await authenticate(
-      throttle,
+      services,
       "cti",
       credentials,
       (login) => findUserByUsername(store, login),

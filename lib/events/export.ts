@@ -28,6 +28,7 @@ import type { Store } from "../store/store.ts";
 import type { EventMessage } from "./messages.ts";
 import {
   applyPassWrites,
+  countDeadLetters,
   countOutbox,
   deadLetters,
   EventIds,
@@ -37,6 +38,7 @@ import {
   lastError,
   type LogEntry,
   loggedEvents,
+  oldestPending,
   outboxBatch,
   type OutboxEntry,
   outboxSignal,
@@ -67,6 +69,26 @@ export interface DeliveryReport {
   failed: number;
   /** Events moved to the dead letters. */
   deadLettered: number;
+}
+
+/** What one batch of a delivery pass did, once written to the store (the metrics count it). */
+export interface DeliveryCounts {
+  /** Events posted and acknowledged, removed from the outbox. */
+  delivered: number;
+  /** Events whose post failed, rescheduled for a retry. */
+  retried: number;
+  /** Events moved to the dead letters. */
+  deadLettered: number;
+}
+
+export type DeliveryListener = (counts: DeliveryCounts) => void;
+
+/** The outbox as the metrics show it (see {@link EventExport.backlog}). */
+export interface Backlog {
+  pending: number;
+  deadLetters: number;
+  /** When the oldest pending event was published (ms), null when none is pending. */
+  oldestPendingAt: number | null;
 }
 
 /** A dead letter as `GET /events/deliveries` shows it. */
@@ -195,6 +217,7 @@ export class EventExport {
   /** Counts requeues of dead letters: a pass running across one must not leave a memo. */
   #requeues = 0;
   readonly #written: WrittenListener[] = [];
+  readonly #delivered: DeliveryListener[] = [];
 
   constructor(readonly options: EventExportOptions) {
     this.#ids = new EventIds(() => options.clock.now());
@@ -215,6 +238,11 @@ export class EventExport {
   /** Tells `listener` of every event this process publishes, once durable (the live feed). */
   onWritten(listener: WrittenListener): void {
     this.#written.push(listener);
+  }
+
+  /** Tells `listener` what each batch of this process's delivery passes did, once written. */
+  onDelivered(listener: DeliveryListener): void {
+    this.#delivered.push(listener);
   }
 
   /** The part of this process's event ids that tells them from other processes' ones. */
@@ -246,6 +274,16 @@ export class EventExport {
         listener(logged);
       } catch (error) {
         this.options.logger.error("event listener failed", { error: String(error) });
+      }
+    }
+  }
+
+  #tellDelivered(counts: DeliveryCounts): void {
+    for (const listener of this.#delivered) {
+      try {
+        listener(counts);
+      } catch (error) {
+        this.options.logger.error("delivery listener failed", { error: String(error) });
       }
     }
   }
@@ -303,6 +341,21 @@ export class EventExport {
         message: entry.event.message,
       })),
     };
+  }
+
+  /**
+   * Pending events and dead letters of every process sharing the store, each counted up to `limit`
+   * (a count reads every entry: the limit bounds what a backlog costs), and the oldest pending
+   * event's publication time.
+   */
+  async backlog(limit: number): Promise<Backlog> {
+    const { store } = this.options;
+    const [pending, deadLetters, oldestPendingAt] = await Promise.all([
+      countOutbox(store, limit),
+      countDeadLetters(store, limit),
+      oldestPending(store),
+    ]);
+    return { pending, deadLetters, oldestPendingAt };
   }
 
   /** Moves every dead letter back to the outbox, due now (attempts from 0); answers how many. */
@@ -538,6 +591,11 @@ export class EventExport {
         await applyPassWrites(store, writes);
         report.delivered += writes.delivered.length;
         report.deadLettered += writes.deadLettered.length;
+        this.#tellDelivered({
+          delivered: writes.delivered.length,
+          retried: writes.retried.length,
+          deadLettered: writes.deadLettered.length,
+        });
         if (batch.length < BATCH) break;
       }
       const complete = !stopped();

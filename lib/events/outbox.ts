@@ -188,9 +188,20 @@ export async function outboxSignal(store: Store): Promise<string | null> {
   return (await store.get(SIGNAL_KEY)).versionstamp;
 }
 
-/** Every outbox entry (for the counts of `GET /events/deliveries`). */
-export async function countOutbox(store: Store): Promise<number> {
-  return (await store.list({ prefix: [OUTBOX] })).length;
+/** The outbox entries, counted up to `limit` when given (`GET /events/deliveries`, metrics). */
+export function countOutbox(store: Store, limit?: number): Promise<number> {
+  return store.count({ prefix: [OUTBOX] }, limit);
+}
+
+/** The dead letters, counted up to `limit`. */
+export function countDeadLetters(store: Store, limit: number): Promise<number> {
+  return store.count({ prefix: [DEAD_LETTERS] }, limit);
+}
+
+/** When the oldest event still in the outbox was published (ms), null when it is empty. */
+export async function oldestPending(store: Store): Promise<number | null> {
+  const [first] = await outboxBatch(store, null, 1);
+  return first?.createdAt ?? null;
 }
 
 /** The dead letters, oldest first. */

@@ -118,6 +118,22 @@ export class PlatformRefusal extends Error {
 /** What a user's CTI page asks of the user's own phone (the xuc CTI API's answer, hangup, hold). */
 export type PhoneAction = "answer" | "hangup" | "hold";
 
+/**
+ * Where the platform's connection stands: `ready` (it takes commands, {@link Platform.reachable}),
+ * `syncing` (connected, reading the PBX's state again before taking commands), `disconnected`
+ * (trying to connect).
+ */
+export type PlatformState = "ready" | "syncing" | "disconnected";
+
+export const PLATFORM_STATES: readonly PlatformState[] = ["ready", "syncing", "disconnected"];
+
+/** The adapter running and its connection, as the metrics show them. */
+export interface PlatformConnection {
+  /** The adapter's name, a label only: `sim` or `asterisk`. */
+  adapter: string;
+  state: PlatformState;
+}
+
 /** How a dial command started: the call's `linkedId`. */
 export interface CallStarted {
   linkedId: string;
@@ -210,6 +226,8 @@ export interface Platform {
   start(): void;
   /** The platform takes commands now (`/ready`); false while the PBX is unreachable. */
   reachable(): boolean;
+  /** The adapter and its connection state; `ready` exactly when {@link reachable}. */
+  connection(): PlatformConnection;
   /** Stops every timer and connection: no call moves any more. */
   close(): Promise<void>;
 }

@@ -36,6 +36,11 @@ export function storeRejection(error: unknown): StoreRejection | null {
   return null;
 }
 
+/** What failed in a store operation: the store itself, or a refusal of that kind. */
+export type StoreFailure = "unavailable" | StoreRejection;
+
+export type FailureListener = (failure: StoreFailure) => void;
+
 /** An entry that is not there. */
 const absent = <T>(key: Deno.KvKey): Deno.KvEntryMaybe<T> => ({
   key,
@@ -57,6 +62,7 @@ export class Store {
   #kv: Deno.Kv | null;
   #reopening: Promise<Deno.Kv> | null = null;
   #closed = false;
+  readonly #failureListeners: FailureListener[] = [];
 
   /** `null` is the platform's default store (Deno Deploy's managed KV). */
   private constructor(readonly location: string | null, kv: Deno.Kv) {
@@ -74,19 +80,41 @@ export class Store {
     return new Store(location, await openKv(location));
   }
 
+  /**
+   * Tells `listener` of every failed operation (the metrics count them): `unavailable`, or the
+   * kind of a refusal. A key too large to read is not one: it reads as absent.
+   */
+  onFailure(listener: FailureListener): void {
+    this.#failureListeners.push(listener);
+  }
+
   /** Runs `op` against the KV handle; a failure becomes {@link StoreUnavailable}. */
   async run<T>(op: (kv: Deno.Kv) => Promise<T>): Promise<T> {
-    const kv = await this.#handle();
+    let kv: Deno.Kv;
+    try {
+      kv = await this.#handle();
+    } catch (error) {
+      this.#failed("unavailable");
+      throw error;
+    }
     try {
       return await op(kv);
     } catch (error) {
       const rejection = storeRejection(error);
-      if (rejection) throw new StoreRejected(rejection, error);
+      if (rejection) {
+        if (rejection !== "key_too_large_for_read") this.#failed(rejection);
+        throw new StoreRejected(rejection, error);
+      }
       if (error instanceof Deno.errors.BadResource && this.location !== ":memory:") {
         this.#kv = null; // the handle is gone: the next operation opens a new one
       }
+      this.#failed("unavailable");
       throw new StoreUnavailable(error);
     }
+  }
+
+  #failed(kind: StoreFailure): void {
+    for (const listener of this.#failureListeners) listener(kind);
   }
 
   /** Reads `key`; one too large to have been written is absent. */
@@ -124,6 +152,19 @@ export class Store {
       if (!prefixOnly || !tooLargeToRead(error)) throw error;
       return [];
     }
+  }
+
+  /**
+   * Counts the entries of a range, at most `limit`, without keeping them (Deno KV has no count:
+   * each entry is read).
+   */
+  count(selector: Deno.KvListSelector, limit?: number): Promise<number> {
+    return this.run(async (kv) => {
+      let count = 0;
+      const batchSize = Math.min(limit ?? 1000, 1000);
+      for await (const _ of kv.list(selector, { limit, batchSize })) count++;
+      return count;
+    });
   }
 
   set(

@@ -1,11 +1,28 @@
 /**
  * `deno task bundle` gives one self-contained file that serves: the bundle runs without the
- * repository's deno.json (`--no-config`) and answers `GET /health`.
+ * repository's deno.json (`--no-config`) and answers `GET /health`; copied out of the repository,
+ * it still tells the revision it was built from (`GET /version`) and serves `GET /metrics`
+ * (prom-client bundled in).
  */
 import assert from "node:assert/strict";
-import { repoRoot, runServerToExit, startServer } from "./server.ts";
+import denoJson from "../../deno.json" with { type: "json" };
+import { parseExposition, valueOf } from "../prometheus.ts";
+import { repoRoot, runServerToExit, startServer, withTempDir } from "./server.ts";
 
-Deno.test("the bundle builds and serves GET /health", async () => {
+/** Runs the bundle at `file` without the repository's deno.json. */
+const bundleArgs = (file: string) => [
+  "run",
+  "--quiet",
+  "-A",
+  "--no-config",
+  "--unstable-kv",
+  "--unstable-cron",
+  file,
+];
+
+const METRICS_TOKEN = "bundle-test-metrics-token-0123456789";
+
+Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its revision", async (t) => {
   const build = await new Deno.Command(Deno.execPath(), {
     args: ["task", "bundle"],
     cwd: repoRoot,
@@ -15,37 +32,65 @@ Deno.test("the bundle builds and serves GET /health", async () => {
     signal: AbortSignal.timeout(120_000),
   }).output();
   assert.ok(build.success, `deno task bundle failed:\n${new TextDecoder().decode(build.stderr)}`);
-  assert.ok((await Deno.stat(new URL("dist/svc.js", repoRoot))).isFile, "dist/svc.js is missing");
+  const bundle = new URL("dist/svc.js", repoRoot);
+  assert.ok((await Deno.stat(bundle)).isFile, "dist/svc.js is missing");
 
-  // --no-config: the bundle must not need the repository's deno.json or its dependencies.
-  const server = await startServer({ SVC_KV: ":memory:" }, {
-    args: [
-      "run",
-      "--quiet",
-      "-A",
-      "--no-config",
-      "--unstable-kv",
-      "--unstable-cron",
-      "dist/svc.js",
-    ],
+  await t.step("in the repository: GET /health", async () => {
+    // --no-config: the bundle must not need the repository's deno.json or its dependencies.
+    const server = await startServer({ SVC_KV: ":memory:" }, { args: bundleArgs("dist/svc.js") });
+    try {
+      const response = await fetch(`${server.baseUrl}/health`);
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
+      assert.deepEqual(await response.json(), { status: "ok" });
+    } finally {
+      await server.stop();
+    }
   });
-  try {
-    const response = await fetch(`${server.baseUrl}/health`);
-    assert.equal(response.status, 200);
-    assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
-    assert.deepEqual(await response.json(), { status: "ok" });
-  } finally {
-    await server.stop();
-  }
 
-  // run as a user would who forgot the flags: one line saying which, no stack trace
-  const bare = await runServerToExit({ SVC_KV: ":memory:" }, {
-    args: ["run", "--quiet", "-A", "--no-config", "dist/svc.js"],
+  await t.step("copied out of the repository: GET /version and GET /metrics", async () => {
+    const git = await new Deno.Command("git", {
+      args: ["rev-parse", "HEAD"],
+      cwd: repoRoot,
+      stdout: "piped",
+    }).output();
+    assert.ok(git.success, "git rev-parse HEAD failed");
+    const revision = new TextDecoder().decode(git.stdout).trim();
+    await withTempDir(async (dir) => {
+      await Deno.copyFile(bundle, `${dir}/svc.js`);
+      const server = await startServer(
+        { SVC_KV: ":memory:", SVC_METRICS_TOKEN: METRICS_TOKEN },
+        { args: bundleArgs("svc.js"), cwd: dir },
+      );
+      try {
+        const version = await fetch(`${server.baseUrl}/version`);
+        assert.equal(version.status, 200);
+        assert.deepEqual(await version.json(), { version: denoJson.version, revision });
+
+        const scraped = await fetch(`${server.baseUrl}/metrics`, {
+          headers: { Authorization: `Bearer ${METRICS_TOKEN}` },
+        });
+        assert.equal(scraped.status, 200);
+        const families = parseExposition(await scraped.text());
+        const labels = { method: "GET", route: "/version", status: "200" };
+        assert.equal(valueOf(families, "svc_http_request_duration_seconds_count", labels), 1);
+        assert.equal(valueOf(families, "svc_build_info", { revision }), 1);
+        assert.ok(valueOf(families, "process_resident_memory_bytes") > 0);
+      } finally {
+        await server.stop();
+      }
+    });
   });
-  assert.equal(bare.code, 1, bare.stderr);
-  assert.equal(
-    bare.stderr,
-    "svc: Deno KV and Deno.cron are off: run with --unstable-kv --unstable-cron, " +
-      "e.g. deno run -A --unstable-kv --unstable-cron dist/svc.js\n",
-  );
+
+  await t.step("without the unstable flags: one line saying which, no stack trace", async () => {
+    const bare = await runServerToExit({ SVC_KV: ":memory:" }, {
+      args: ["run", "--quiet", "-A", "--no-config", "dist/svc.js"],
+    });
+    assert.equal(bare.code, 1, bare.stderr);
+    assert.equal(
+      bare.stderr,
+      "svc: Deno KV and Deno.cron are off: run with --unstable-kv --unstable-cron, " +
+        "e.g. deno run -A --unstable-kv --unstable-cron dist/svc.js\n",
+    );
+  });
 });

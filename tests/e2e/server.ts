@@ -60,10 +60,10 @@ function childEnv(env: Record<string, string>): Record<string, string> {
 /** How the server is started by default: the sources, with the repository's deno.json. */
 const SOURCES = ["run", "--quiet", "-A", "main.ts"];
 
-function command(env: Record<string, string>, args = SOURCES) {
+function command(env: Record<string, string>, args = SOURCES, cwd: string | URL = repoRoot) {
   return new Deno.Command(Deno.execPath(), {
     args,
-    cwd: repoRoot,
+    cwd,
     env: childEnv(env),
     clearEnv: true,
     stdin: "null",
@@ -94,13 +94,15 @@ function listeningPort(line: string): number | null {
  */
 export async function startServer(
   env: Record<string, string>,
-  { timeoutMs = 15_000, args = SOURCES }: {
+  { timeoutMs = 15_000, args = SOURCES, cwd = repoRoot }: {
     timeoutMs?: number;
-    /** The deno arguments that run the server, from the repository root. */
+    /** The deno arguments that run the server, from `cwd`. */
     args?: string[];
+    /** The folder it runs in; the repository root by default. */
+    cwd?: string | URL;
   } = {},
 ): Promise<RunningServer> {
-  const child = command({ ...env, SVC_HOSTNAME: "127.0.0.1", SVC_PORT: "0" }, args).spawn();
+  const child = command({ ...env, SVC_HOSTNAME: "127.0.0.1", SVC_PORT: "0" }, args, cwd).spawn();
   const lines = { stdout: [] as string[], stderr: [] as string[] };
   const watchers = new Set<{ stream: "stdout" | "stderr"; test: (line: string) => void }>();
   const onLine = (stream: "stdout" | "stderr") => (line: string) => {

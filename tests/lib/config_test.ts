@@ -103,6 +103,9 @@ Deno.test("a bad value names the setting and the reason", async (t) => {
     [{ SVC_AMI_HOST: "pbx host" }, "SVC_AMI_HOST", /host name or an IP address/],
     [{ SVC_LOG_LEVEL: "loud" }, "SVC_LOG_LEVEL", /debug, info, warn, error/],
     [{ SVC_JWT_SECRET: "short" }, "SVC_JWT_SECRET", /at least 32 bytes/],
+    [{ SVC_METRICS_TOKEN: "short" }, "SVC_METRICS_TOKEN", /at least 32 characters/],
+    [{ SVC_METRICS_TOKEN: `${"x".repeat(32)} y` }, "SVC_METRICS_TOKEN", /visible ASCII/],
+    [{ SVC_METRICS_TOKEN: `${"x".repeat(32)}é` }, "SVC_METRICS_TOKEN", /visible ASCII/],
     [{ SVC_ADMIN_LOGIN: "root" }, "SVC_ADMIN_PASSWORD", /set together/],
     [{ SVC_ADMIN_PASSWORD: "pw" }, "SVC_ADMIN_LOGIN", /set together/],
     [{ SVC_TLS_CERT: "cert.pem" }, "SVC_TLS_KEY", /set together/],
@@ -148,6 +151,17 @@ Deno.test("a secret is never echoed in the error", () => {
     (error: Error) =>
       error.message.startsWith("SVC_AMI_SECRET: ") && !error.message.includes("hunter2"),
   );
+  assert.throws(
+    () => loadConfig({ SVC_METRICS_TOKEN: "hunter2 secret" }, noFile),
+    (error: Error) =>
+      error.message.startsWith("SVC_METRICS_TOKEN: ") && !error.message.includes("hunter2"),
+  );
+});
+
+Deno.test("SVC_METRICS_TOKEN: unset by default, else kept as given", () => {
+  assert.equal(loadConfig({}, noFile).metricsToken, null);
+  const token = "Prometheus-0123456789_abcdef.~+/=";
+  assert.equal(loadConfig({ SVC_METRICS_TOKEN: token }, noFile).metricsToken, token);
 });
 
 Deno.test("CORS origins and a second listen address", () => {

@@ -6,11 +6,13 @@ import {
   closedPort,
   ctiUser,
   expectError,
+  login,
   setup,
   type TestContext,
   webServiceUser,
 } from "../helpers.ts";
 import { OIDC_AUDIENCE, type OidcPeer, startOidcProvider } from "../peers/oidc_provider.ts";
+import { parseExposition, valueOf } from "../prometheus.ts";
 
 const OIDC = "/svc/api/2.0/auth/oidc";
 const CHECK = "/svc/api/2.0/auth/check";
@@ -103,6 +105,24 @@ Deno.test("GET /auth/oidc against a real OpenID Connect provider", async (t) => 
       const ctx = await appFor(peer);
       const accessToken = await peer.accessToken({ login: "alice", audience: "urn:other:api" });
       await refused(await withToken(ctx, accessToken), /"aud"/);
+    });
+
+    await t.step("each login and refusal is counted in svc_logins_total", async () => {
+      const ctx = await appFor(peer);
+      await expectLoggedIn(
+        await withToken(ctx, await peer.accessToken({ login: "alice" })),
+        "alice",
+      );
+      const other = await peer.accessToken({ login: "alice", audience: "urn:other:api" });
+      await refused(await withToken(ctx, other), /"aud"/);
+      const reader = await webServiceUser(ctx, ["svc.rest.metrics.read"]);
+      const scraped = await ctx.app.request("/metrics", {
+        headers: bearer(await login(ctx, "webservice", reader.login)),
+      });
+      const families = parseExposition(await scraped.text());
+      const oidc = { user_type: "cti", method: "oidc" };
+      assert.equal(valueOf(families, "svc_logins_total", { ...oidc, outcome: "success" }), 1);
+      assert.equal(valueOf(families, "svc_logins_total", { ...oidc, outcome: "refused" }), 1);
     });
 
     await t.step("an expired token is refused, also one verified before", async () => {

@@ -25,6 +25,7 @@ import {
   type PhoneAction,
   type PhoneStatus,
   type Platform,
+  type PlatformConnection,
   type PlatformEvent,
   type PlatformListener,
   PlatformRefusal,
@@ -150,6 +151,11 @@ export class AsteriskPlatform implements Platform {
    */
   reachable(): boolean {
     return this.#ami.connected && this.#synced;
+  }
+
+  connection(): PlatformConnection {
+    const state = !this.#ami.connected ? "disconnected" : this.#synced ? "ready" : "syncing";
+    return { adapter: "asterisk", state };
   }
 
   dialNumber(

@@ -17,6 +17,7 @@ import {
   type PhoneAction,
   type PhoneStatus,
   type Platform,
+  type PlatformConnection,
   type PlatformEvent,
   type PlatformListener,
   PlatformRefusal,
@@ -267,6 +268,10 @@ export class SimPlatform implements Platform {
   /** The simulator is always there. */
   reachable(): boolean {
     return true;
+  }
+
+  connection(): PlatformConnection {
+    return { adapter: "sim", state: "ready" };
   }
 
   /** Cancels every timer: no call moves any more; commands still answer. */

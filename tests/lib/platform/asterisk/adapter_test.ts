@@ -56,6 +56,7 @@ Deno.test("Asterisk down at start: svc serves, control routes 503 at once, all b
       const ready = await ctx.app.request("/ready");
       assert.equal(ready.status, 503);
       assert.deepEqual(await ready.json(), { status: "unavailable", platform: "unreachable" });
+      assert.deepEqual(platform.connection(), { adapter: "asterisk", state: "disconnected" });
     });
 
     await t.step("the configuration files are written anyway", async () => {
@@ -136,6 +137,7 @@ Deno.test("Asterisk down at start: svc serves, control routes 503 at once, all b
       const ready = await ctx.app.request("/ready");
       assert.equal(ready.status, 200);
       assert.deepEqual(await ready.json(), { status: "ready" });
+      assert.deepEqual(platform.connection(), { adapter: "asterisk", state: "ready" });
     });
   } finally {
     await a.close();
@@ -150,6 +152,7 @@ Deno.test("a refused AMI login: logged without the secret, retried, commands 503
     a.platform.start();
     await until(() => replay.connections >= 2, 5000, "a second attempt");
     assert.equal(a.platform.reachable(), false);
+    assert.deepEqual(a.platform.connection(), { adapter: "asterisk", state: "disconnected" });
     await assert.rejects(
       () => a.platform.dialNumber(a.w.alice, "1002", {}),
       { name: "PlatformUnavailable" },
