@@ -36,6 +36,8 @@ const AREA_DOCUMENTS = [
 const SERVICE_PATHS = new Set([
   "/health",
   "/ready",
+  "/version",
+  "/metrics",
   "/docs",
   "/docs/:asset",
   OPENAPI_PATH,
