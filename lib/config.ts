@@ -45,6 +45,10 @@ export interface Config {
   ctiMaxPerUser: number;
   /** Bytes a CTI socket or SSE stream may have waiting to be sent before it is closed. */
   ctiSendBuffer: number;
+  /** Password hashes computed at once by this process (docs/performance.md): cores by default. */
+  hashConcurrency: number;
+  /** PBKDF2-SHA256 iterations of a new password hash. */
+  hashIterations: number;
 }
 
 /** A setting with a bad value; the message names the setting and says what is wrong. */
@@ -174,6 +178,13 @@ const addressList: Parser<string[]> = (raw) => {
   return addresses;
 };
 
+/** An integer, or the number of cores this process may use when empty. */
+function integerOrCores(min: number, max: number): Parser<number> {
+  const parse = integer(min, max);
+  return (raw) =>
+    raw.trim() === "" ? Math.min(max, Math.max(min, navigator.hardwareConcurrency)) : parse(raw);
+}
+
 export const DEMO_KV = "./data/demo.kv";
 
 const settings = {
@@ -218,6 +229,12 @@ const settings = {
     default: "1048576",
     parse: integer(1024, 1_073_741_824),
     key: "ctiSendBuffer",
+  },
+  SVC_HASH_CONCURRENCY: { default: "", parse: integerOrCores(1, 256), key: "hashConcurrency" },
+  SVC_HASH_ITERATIONS: {
+    default: "600000",
+    parse: integer(100_000, 100_000_000),
+    key: "hashIterations",
   },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
 
