@@ -85,7 +85,8 @@ Deno.test("hashPasswords answers in order, skips nulls, and queues at most the p
 });
 
 Deno.test("logins wait their turn in the pool, in the order they came", async () => {
-  const ctx = await setup({ SVC_HASH_CONCURRENCY: "1", SVC_HASH_ITERATIONS: "100000" });
+  // each hash long enough (tens of ms) that a login's few steps after its hash end before the next
+  const ctx = await setup({ SVC_HASH_CONCURRENCY: "1", SVC_HASH_ITERATIONS: "300000" });
   const users = [await ctiUser(ctx), await ctiUser(ctx), await ctiUser(ctx)];
   const place = holdPlace();
   const answered: string[] = [];
@@ -111,7 +112,7 @@ Deno.test("logins wait their turn in the pool, in the order they came", async ()
 Deno.test("a login during an import of many passwords waits for one of its hashes, not all", async () => {
   const { ctx, api } = await setupConfd({
     SVC_HASH_CONCURRENCY: "1",
-    SVC_HASH_ITERATIONS: "100000",
+    SVC_HASH_ITERATIONS: "300000", // the import's five other hashes outlast the login's answer
   });
   const alice = await ctiUser(ctx);
   const rows = Array.from({ length: 6 }, (_, n) => `Row,${n},imp${n},imp${n}-pw`);
