@@ -24,6 +24,11 @@
  * sockets and broadcasting a message of the same size to 1,000 of them. `deno task bench cti` runs
  * this part alone.
  *
+ * Password hashing and users imports (`bench/hashing.ts`): t_hash, imports with and without
+ * passwords, a login storm and `GET /health` meanwhile, each next to its floor or bare baseline.
+ *
+ * With `--json`, a last line `{"results": [...]}` holds every figure (`bench/report.ts` rows).
+ *
  * Add a scenario by appending to `scenarios`: a name and a function answering what wrk requests.
  * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
  * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
@@ -31,6 +36,8 @@
 import { fileURLToPath } from "node:url";
 import { startAmiReplay } from "../tests/peers/ami_replay.ts";
 import { amiParserBench } from "./ami.ts";
+import { hashingBench } from "./hashing.ts";
+import { type BenchRow, printRows } from "./report.ts";
 import { systemClock } from "../lib/clock.ts";
 import { EventExport } from "../lib/events/export.ts";
 import { type EventMessage, platformMessage } from "../lib/events/messages.ts";
@@ -969,6 +976,8 @@ async function main(): Promise<void> {
       `(load average ${load} before)`,
   );
   await ctiSockets();
+  console.log("- password hashing: imports with and without passwords, a login storm");
+  const hashing = await hashingBench();
   console.log();
   printTable(results);
   console.log();
@@ -981,10 +990,47 @@ async function main(): Promise<void> {
     console.log(`${name}: ${perSecond}/s (${(ms / 1000).toFixed(2)} s)`);
   }
   printSockets();
+  printRows(hashing);
+  if (Deno.args.includes("--json")) printJson(results, hashing);
   const failed = results.filter(({ figures }) => figures.errors > 0);
   if (failed.length > 0) {
     throw new BenchError(`errors during ${failed.map(({ name }) => name).join(", ")}`);
   }
+}
+
+/** Every figure as one JSON line, `{"results": [...]}`, in the shape of `bench/report.ts`. */
+function printJson(wrkResults: { name: string; figures: Figures }[], rows: BenchRow[]): void {
+  const results: (BenchRow | Record<string, unknown>)[] = [
+    ...wrkResults.map(({ name, figures }) => ({
+      name,
+      value: figures.requestsPerSec,
+      unit: "/s",
+      ...figures,
+    })),
+    ...timings.map(({ name, ms }) => ({ name, value: ms / 1000, unit: "s" })),
+    ...latencies.map(({ name, p50, p90 }) => ({ name, value: p50, unit: "ms", p90 })),
+    ...rates.map(({ name, count, ms }) => ({ name, value: count / ms * 1000, unit: "/s" })),
+    ...memory.map(({ name, heldKb, startKb, sockets }) => ({
+      name,
+      value: heldKb,
+      unit: "KiB",
+      startKb,
+      sockets,
+    })),
+    ...fanouts.map(({ name, samples }) => ({
+      name,
+      value: samples.toSorted((a, b) => a - b)[Math.floor(0.99 * (samples.length - 1))] ?? 0,
+      unit: "ms p99",
+    })),
+    ...rows,
+  ];
+  console.log(
+    JSON.stringify({
+      date: new Date().toISOString(),
+      cores: navigator.hardwareConcurrency,
+      results,
+    }),
+  );
 }
 
 const onSignal = () => interrupt.abort();

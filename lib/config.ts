@@ -47,6 +47,10 @@ export interface Config {
   ctiSendBuffer: number;
   /** A static bearer token that may read `/metrics` (a scrape job's), or null. */
   metricsToken: string | null;
+  /** Password hashes computed at once by this process (docs/performance.md): cores by default. */
+  hashConcurrency: number;
+  /** PBKDF2-SHA256 iterations of a new password hash. */
+  hashIterations: number;
 }
 
 /** A setting with a bad value; the message names the setting and says what is wrong. */
@@ -187,6 +191,13 @@ const addressList: Parser<string[]> = (raw) => {
   return addresses;
 };
 
+/** An integer, or the number of cores this process may use when empty. */
+function integerOrCores(min: number, max: number): Parser<number> {
+  const parse = integer(min, max);
+  return (raw) =>
+    raw.trim() === "" ? Math.min(max, Math.max(min, navigator.hardwareConcurrency)) : parse(raw);
+}
+
 export const DEMO_KV = "./data/demo.kv";
 
 const settings = {
@@ -233,6 +244,12 @@ const settings = {
     key: "ctiSendBuffer",
   },
   SVC_METRICS_TOKEN: { default: "", parse: bearerSecret, key: "metricsToken" },
+  SVC_HASH_CONCURRENCY: { default: "", parse: integerOrCores(1, 256), key: "hashConcurrency" },
+  SVC_HASH_ITERATIONS: {
+    default: "600000",
+    parse: integer(100_000, 100_000_000),
+    key: "hashIterations",
+  },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
 
 /** The names of every setting, in the order of the README's table. */

@@ -1,3 +1,4 @@
+import { configurePasswordHashing } from "./auth/passwords.ts";
 import { LoginThrottle } from "./auth/throttle.ts";
 import { loadJwtSecret, Tokens } from "./auth/tokens.ts";
 import { type Clock, systemClock } from "./clock.ts";
@@ -47,6 +48,11 @@ export async function createServices(
   config: Config,
   options: { clock?: Clock; logger?: Logger; store?: Store } = {},
 ): Promise<Services> {
+  // one pool of password hashes per process: the last services built set it
+  configurePasswordHashing({
+    concurrency: config.hashConcurrency,
+    iterations: config.hashIterations,
+  });
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = options.store ?? await Store.open(config.kv);

@@ -214,6 +214,21 @@ function confdClient(ctx: TestContext, token: string) {
 }
 
 /**
+ * Reads the job at `path` (`/jobs/<id>`) until it has ended, yielding to the event loop between
+ * reads (a bounded number of times); answers its last view.
+ */
+export async function waitForJob(api: Confd, path: string) {
+  for (let read = 0; read < 3000; read++) {
+    const response = await api.get(path);
+    const job = await response.json();
+    assert.equal(response.status, 200, JSON.stringify(job));
+    if (job.state === "succeeded" || job.state === "failed") return job;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`the job ${path} did not end`);
+}
+
+/**
  * Asserts a configuration daemon error: `status` and a first message matching `pattern` (a
  * string must be the whole message).
  */

@@ -56,34 +56,55 @@ const tokenCodes = new Set([
   "InvalidJson",
 ]);
 
+/** What the daemon answers for `error`: status, body (an array of strings) and extra headers. */
+export interface ConfdAnswer {
+  status: ContentfulStatusCode;
+  body: string[];
+  headers?: Record<string, string>;
+}
+
+/**
+ * The answer to any failure, as the error handler sends it and an import job keeps it; unexpected
+ * failures are logged with `requestId`, never leaked.
+ */
+export function confdAnswer(logger: Logger, requestId: string, error: Error): ConfdAnswer {
+  error = storeLimitError(logger, requestId, error);
+  if (error instanceof ConfdError) return { status: error.status, body: error.messages };
+  // a path value no resource can have (lib/path_values.ts): unknown, as an unknown id is
+  if (error instanceof UnknownPathValue) {
+    const message = `Resource Not Found - no resource has ${
+      describe({ [error.param]: error.shown })
+    }`;
+    return { status: 404, body: [`${message}: the value ${error.reason}`] };
+  }
+  if (error instanceof IncompleteBody) {
+    return { status: 400, body: [`Input Error - ${error.message}`] };
+  }
+  if (error instanceof UniqueConflict) {
+    return { status: 400, body: [`Resource Error - ${error.field} already exists`] };
+  }
+  if (error instanceof ApiError) {
+    if (tokenCodes.has(error.code)) {
+      return { status: 401, body: [`Unauthorized - ${error.message}`] };
+    }
+    return {
+      status: error.status,
+      body: [`${error.code} - ${error.message}`],
+      headers: error.headers,
+    };
+  }
+  if (error instanceof Unreachable) {
+    logUnreachable(logger, requestId, error);
+    return { status: 503, body: [`Unreachable - ${error.message}`] };
+  }
+  logger.error("unhandled error", { requestId, error: String(error), stack: error.stack });
+  return { status: 500, body: [`Internal Error - unexpected error, request id ${requestId}`] };
+}
+
 /** The sub-app's error handler: every failure as an array of strings. */
 export function confdErrorHandler(logger: Logger) {
   return (error: Error, c: Context<AppEnv>): Response => {
-    error = storeLimitError(logger, c.get("requestId"), error);
-    if (error instanceof ConfdError) return c.json(error.messages, error.status);
-    // a path value no resource can have (lib/path_values.ts): unknown, as an unknown id is
-    if (error instanceof UnknownPathValue) {
-      const message = `Resource Not Found - no resource has ${
-        describe({ [error.param]: error.shown })
-      }`;
-      return c.json([`${message}: the value ${error.reason}`], 404);
-    }
-    if (error instanceof IncompleteBody) return c.json([`Input Error - ${error.message}`], 400);
-    if (error instanceof UniqueConflict) {
-      return c.json([`Resource Error - ${error.field} already exists`], 400);
-    }
-    if (error instanceof ApiError) {
-      if (tokenCodes.has(error.code)) {
-        return c.json([`Unauthorized - ${error.message}`], 401);
-      }
-      return c.json([`${error.code} - ${error.message}`], error.status, error.headers);
-    }
-    const requestId = c.get("requestId");
-    if (error instanceof Unreachable) {
-      logUnreachable(logger, requestId, error);
-      return c.json([`Unreachable - ${error.message}`], 503);
-    }
-    logger.error("unhandled error", { requestId, error: String(error), stack: error.stack });
-    return c.json([`Internal Error - unexpected error, request id ${requestId}`], 500);
+    const { status, body, headers } = confdAnswer(logger, c.get("requestId"), error);
+    return c.json(body, status, headers);
   };
 }

@@ -1,6 +1,6 @@
 /** The configuration daemon's guard: a web service user's token holding the route's ACL. */
 import type { MiddlewareHandler } from "hono";
-import { requireAcl } from "../../lib/auth/guard.ts";
+import { requireAcl, requireToken } from "../../lib/auth/guard.ts";
 import type { Tokens } from "../../lib/auth/tokens.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import { guardTag } from "../../lib/openapi/operation.ts";
@@ -13,12 +13,26 @@ import { ConfdError } from "./errors.ts";
  * app.get("/lines/:id", confdAcl(tokens, "confd.lines.{id}.read"), handler);
  */
 export function confdAcl(tokens: Tokens, template: string): MiddlewareHandler<AppEnv> {
-  const acl = requireAcl(tokens, template);
-  return guardTag((c, next) =>
-    acl(c, () => {
+  return guardTag(webServiceOnly(requireAcl(tokens, template)), {
+    acl: template,
+    who: "web service users only",
+  });
+}
+
+/**
+ * Accepts any web service user's token, for a route that decides itself who may do what once it
+ * has read the record (`GET /jobs/{id}`: the job's owner, or a holder of an ACL).
+ */
+export function confdUser(tokens: Tokens): MiddlewareHandler<AppEnv> {
+  return guardTag(webServiceOnly(requireToken(tokens)), { who: "web service users only" });
+}
+
+function webServiceOnly(guard: MiddlewareHandler<AppEnv>): MiddlewareHandler<AppEnv> {
+  return (c, next) =>
+    guard(c, () => {
       if (c.get("identity").userType !== "webservice") {
         throw new ConfdError(403, ["Forbidden - the configuration API is for web service users"]);
       }
       return next();
-    }), { acl: template, who: "web service users only" });
+    });
 }

@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { type AppEnv, limitBody, MiB } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { userCsvRoutes } from "./users_csv.ts";
+import { jobRoutes } from "./jobs.ts";
 import { userRoutes } from "./users.ts";
 import { pushTokenRoutes } from "./push_tokens.ts";
 import { lineRoutes } from "./lines.ts";
@@ -49,6 +50,7 @@ const areas = [
   callQualificationRoutes,
   callbackListRoutes,
   wizardRoutes,
+  jobRoutes,
 ];
 
 export function confdRoutes(services: Services) {

@@ -4,11 +4,14 @@
  * every row is answered at once, and only a file without errors is written, through a bulk write
  * (`lib/store/bulk.ts`) that no reader sees until its last commit, which shows every row at once.
  * One row may create a user with its line (whose caller id follows the user), SIP or SCCP
- * endpoint, extension, voicemail and call permissions.
+ * endpoint, extension, voicemail and call permissions. The rows' passwords are hashed through the
+ * process's pool, as many at once as it allows, before the write. With `Prefer: respond-async`
+ * the import is a job (`jobs.ts`): 202 at once, its answer at `GET /1.1/jobs/{id}`.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
-import { hashPassword } from "../../lib/auth/passwords.ts";
+import { hashPasswords } from "../../lib/auth/passwords.ts";
 import { parseCsv, toCsv, unneutraliseCell } from "../../lib/csv.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
@@ -16,6 +19,7 @@ import {
   type BulkItem,
   BulkWriteInterrupted,
   bulkWriteOrConflicts,
+  type LastCommit,
   reserveIds,
 } from "../../lib/store/bulk.ts";
 import { type CallPermissionRecord, callPermissions } from "../../lib/store/callpermissions.ts";
@@ -27,6 +31,7 @@ import {
   sipEndpoints,
 } from "../../lib/store/endpoints.ts";
 import { type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
+import type { JobOutcome, JobRun } from "../../lib/store/jobs.ts";
 import {
   callerIdIsExplicit,
   followMainUser,
@@ -43,6 +48,7 @@ import { type VoicemailRecord, voicemails } from "../../lib/store/voicemails.ts"
 import { ConfdError, describe } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
 import { confdIdempotent } from "./idempotency.ts";
+import { prefersAsync, startJob } from "./jobs.ts";
 import { USER_FIELDS, userCreateSchema, userUpdateSchema } from "./users.ts";
 
 /**
@@ -118,9 +124,9 @@ function unlessErrors<T>(errors: RowErrors, value: () => T): T {
   return value();
 }
 
-/** Reads the CSV body; a file-level problem answers 400 at once. */
-async function readTable(c: { req: { text(): Promise<string> } }, required: string) {
-  const { header, rows } = parseCsv(await c.req.text());
+/** Reads the CSV file; a file-level problem answers 400 at once. */
+function readTable(text: string, required: string) {
+  const { header, rows } = parseCsv(text);
   const fail = (reason: string) => new ConfdError(400, [`Input Error - ${reason}`]);
   if (!header.length) throw fail("the file is empty");
   const seen = new Set<string>();
@@ -360,11 +366,12 @@ async function reserve(store: Store, counts: Map<{ name: string }, number>) {
   };
 }
 
-/** Builds every record of the planned rows, linked to each other. */
+/** Builds every record of the planned rows, linked to each other; `hashes` by row. */
 async function buildRecords(
   store: Store,
   plans: RowPlan[],
   refs: Awaited<ReturnType<typeof referenceData>>,
+  hashes: (string | null)[],
 ) {
   const count = (test: (plan: RowPlan) => boolean) => plans.filter(test).length;
   const take = await reserve(
@@ -392,9 +399,10 @@ async function buildRecords(
     return value;
   };
   for (const [row, plan] of plans.entries()) {
-    const { uuid, ...fields } = plan.user;
+    const { uuid, password: _, ...fields } = plan.user;
     const user: UserRecord = await buildUser(take(users), fields);
     if (uuid) user.uuid = uuid;
+    user.password_hash = hashes[row] ?? null;
     const result: Record<string, unknown> = {
       row_number: plan.line,
       user_id: user.id,
@@ -498,11 +506,12 @@ async function writeAll(
   store: Store,
   entries: { item: BulkItem; row: number }[],
   lineOf: (row: number) => number,
+  lastCommit?: LastCommit & { committed(): void },
 ) {
   const items = entries.map((entry) => entry.item);
   let conflicts;
   try {
-    conflicts = await bulkWriteOrConflicts(store, items);
+    conflicts = await bulkWriteOrConflicts(store, items, { lastCommit });
   } catch (error) {
     if (!(error instanceof BulkWriteInterrupted)) throw error;
     throw new ConfdError(409, [
@@ -519,6 +528,7 @@ async function writeAll(
       ),
     );
   }
+  lastCommit?.committed();
 }
 
 /** Plans every row, collecting every error of every row, in row order. */
@@ -537,13 +547,31 @@ function planAll<T>(table: { line: number; row: Row }[], plan: (line: number, ro
   return plans;
 }
 
-/** `POST /users/import`: creates every row's records, or nothing. */
-async function importCreate(store: Store, table: { line: number; row: Row }[]) {
+/**
+ * The job an import runs as, if any: told the rows done as their passwords are hashed, and ended
+ * inside the import's last commit.
+ */
+type ImportJob = Pick<JobRun, "running" | "progress" | "lastCommit">;
+
+/** Hashes the rows' passwords (null: none) through the pool, telling `job` each row done. */
+function hashRows(passwords: (string | null | undefined)[], job?: ImportJob) {
+  let done = 0;
+  return hashPasswords(passwords.map((password) => password ?? null), () => {
+    job?.progress(++done);
+  });
+}
+
+/** `POST /users/import`: creates every row's records, or nothing; answers 201 `{created}`. */
+async function importCreate(store: Store, text: string, job?: ImportJob): Promise<JobOutcome> {
+  const table = readTable(text, "firstname");
+  await job?.running(table.length);
   const refs = await referenceData(store);
   const plans = planAll(table, (line, row) => planRow(line, row, refs));
-  const { items, created } = await buildRecords(store, plans, refs);
-  await writeAll(store, items, (row) => plans[row]?.line ?? 0);
-  return created;
+  const hashes = await hashRows(plans.map((plan) => plan.user.password), job);
+  const { items, created } = await buildRecords(store, plans, refs, hashes);
+  const outcome = { status: 201, body: { created } };
+  await writeAll(store, items, (row) => plans[row]?.line ?? 0, job?.lastCommit(outcome));
+  return outcome;
 }
 
 /** User fields a line's caller id is made of (`mainUserCallerId`). */
@@ -566,8 +594,13 @@ async function linesFollowing(store: Store, changed: UserRecord[]) {
   });
 }
 
-/** `PUT /users/import`: updates the users named by `uuid` with the user columns present. */
-async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
+/**
+ * `PUT /users/import`: updates the users named by `uuid` with the user columns present; answers
+ * 200 `{updated}`.
+ */
+async function importUpdate(store: Store, text: string, job?: ImportJob): Promise<JobOutcome> {
+  const table = readTable(text, "uuid");
+  await job?.running(table.length);
   const refs = await referenceData(store);
   const plans = planAll(table, (line, row) => {
     const errors = new RowErrors();
@@ -595,21 +628,25 @@ async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
   };
   const updated: Record<string, unknown>[] = [];
   const callerIdChanged: UserRecord[] = [];
-  for (const [row, plan] of plans.entries()) {
+  const found: UserRecord[] = [];
+  for (const plan of plans) {
     const previous = await users.findBy(store, "uuid", plan.uuid);
-    if (!previous) {
+    if (previous) found.push(previous);
+    else {
       errors.push(
         `Line ${plan.line}: Resource Not Found - User was not found ('uuid': '${plan.uuid}')`,
       );
-      continue;
     }
+  }
+  if (errors.length) throw new ConfdError(400, errors);
+  const hashes = await hashRows(plans.map((plan) => plan.fields.password), job);
+  for (const [row, plan] of plans.entries()) {
+    const previous = found[row]!;
     const { password, ...fields } = plan.fields as Record<string, unknown> & {
       password?: string | null;
     };
     const user: UserRecord = { ...previous, ...fields };
-    if (password !== undefined) {
-      user.password_hash = password === null ? null : await hashPassword(password);
-    }
+    if (password !== undefined) user.password_hash = hashes[row] ?? null;
     if (plan.permissions) {
       const wanted = plan.permissions.map((name) => refs.permissions.get(name)!.id);
       for (const id of user.callpermission_ids) {
@@ -626,7 +663,6 @@ async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
     if (CALLER_ID_FIELDS.some((field) => field in fields)) callerIdChanged.push(user);
     updated.push({ row_number: plan.line, user_id: user.id, user_uuid: user.uuid });
   }
-  if (errors.length) throw new ConfdError(400, errors);
   for (const line of await linesFollowing(store, callerIdChanged)) {
     entries.push({ item: { collection: lines as never, ...line }, row: -1 });
   }
@@ -637,8 +673,9 @@ async function importUpdate(store: Store, table: { line: number; row: Row }[]) {
       row: -1,
     });
   }
-  await writeAll(store, entries, (row) => plans[row]?.line ?? 0);
-  return updated;
+  const outcome = { status: 200, body: { updated } };
+  await writeAll(store, entries, (row) => plans[row]?.line ?? 0, job?.lastCommit(outcome));
+  return outcome;
 }
 
 /** One export row per user: the user's columns, its main line, voicemail and call permissions. */
@@ -696,15 +733,27 @@ async function exportRows(store: Store): Promise<string[][]> {
 export function userCsvRoutes(services: Services) {
   const { store, tokens } = services;
   const once = confdIdempotent(services);
+  /** Runs `importFile` at once, or as a job when the client prefers (`Prefer: respond-async`). */
+  const run = (
+    importFile: (store: Store, text: string, job?: ImportJob) => Promise<JobOutcome>,
+  ) =>
+  async (c: Context<AppEnv>) => {
+    const text = await c.req.text();
+    if (prefersAsync(c.req.header("prefer"))) {
+      const request = `${c.req.method} /1.1/users/import`;
+      return await startJob(c, services, request, (job) => importFile(store, text, job));
+    }
+    const { status, body } = await importFile(store, text);
+    return c.json(body, status as ContentfulStatusCode);
+  };
   return new Hono<AppEnv>()
-    .post("/users/import", confdAcl(tokens, "confd.users.import.create"), once, async (c) => {
-      const created = await importCreate(store, await readTable(c, "firstname"));
-      return c.json({ created }, 201);
-    })
-    .put("/users/import", confdAcl(tokens, "confd.users.import.update"), once, async (c) => {
-      const updated = await importUpdate(store, await readTable(c, "uuid"));
-      return c.json({ updated });
-    })
+    .post(
+      "/users/import",
+      confdAcl(tokens, "confd.users.import.create"),
+      once,
+      run(importCreate),
+    )
+    .put("/users/import", confdAcl(tokens, "confd.users.import.update"), once, run(importUpdate))
     .get("/users/export", confdAcl(tokens, "confd.users.export.read"), async (c) => {
       const accept = c.req.header("accept") ?? "";
       if (!/(^|,)\s*text\/csv\s*(;[^,]*)?(,|$)/i.test(accept)) {

@@ -335,6 +335,16 @@ export async function reserveIds(store: Store, collection: AnyCollection, count:
   }
 }
 
+/**
+ * What a caller adds to the last commit of a bulk write, e.g. the job the write belongs to ending
+ * (`lib/store/jobs.ts`): `prepare` runs just before it, `add` puts checks and writes in it. When a
+ * check `add` made fails, nothing of the write shows and it throws {@link BulkWriteInterrupted}.
+ */
+export interface LastCommit {
+  prepare(): Promise<void>;
+  add(op: Deno.AtomicOperation): Deno.AtomicOperation;
+}
+
 /** One record to write; `previous` is the stored version it replaces (absent when creating). */
 export interface BulkItem {
   collection: AnyCollection;
@@ -352,21 +362,32 @@ interface IndexClaim {
   item: number;
 }
 
+/** {@link indexChanges} of lists of items seen: checking and writing a list read it once. */
+const changesOf = new WeakMap<BulkItem[], { added: IndexClaim[]; removed: Deno.KvKey[] }>();
+
 /** The index keys each item adds and removes compared with its previous version. */
 function indexChanges(items: BulkItem[]) {
+  const known = changesOf.get(items);
+  if (known) return known;
   const added: IndexClaim[] = [];
   const removed: Deno.KvKey[] = [];
   items.forEach((item, i) => {
-    const before = item.previous ? item.collection.indexes(item.previous) : [];
     const after = item.collection.indexes(item.record);
+    const owner = item.collection.key(item.record.id);
+    if (!item.previous) {
+      // created: every key is new (the common case of an import, worth skipping the sets)
+      for (const index of after) added.push({ ...index, owner, item: i });
+      return;
+    }
+    const before = item.collection.indexes(item.previous);
     const beforeKeys = new Set(before.map((index) => keyText(index.key)));
     const afterKeys = new Set(after.map((index) => keyText(index.key)));
-    const owner = item.collection.key(item.record.id);
     for (const index of after) {
       if (!beforeKeys.has(keyText(index.key))) added.push({ ...index, owner, item: i });
     }
     for (const index of before) if (!afterKeys.has(keyText(index.key))) removed.push(index.key);
   });
+  changesOf.set(items, { added, removed });
   return { added, removed };
 }
 
@@ -470,6 +491,7 @@ export async function findBulkConflicts(
 export async function bulkWriteOrConflicts(
   store: Store,
   items: BulkItem[],
+  options: { lastCommit?: LastCommit } = {},
 ): Promise<BulkConflict[]> {
   const { added } = indexChanges(items);
   if (new Set(added.map((claim) => keyText(claim.key))).size < added.length) {
@@ -477,7 +499,7 @@ export async function bulkWriteOrConflicts(
   }
   for (let attempt = 1;; attempt++) {
     try {
-      await bulkWrite(store, items);
+      await bulkWrite(store, items, options);
       return [];
     } catch (error) {
       if (!(error instanceof UniqueConflict) || attempt === 3) throw error;
@@ -766,10 +788,14 @@ async function setAll(store: Store, entries: [Deno.KvKey, unknown][], bytesOf: n
 /**
  * Writes every item, all or nothing, visible to readers only once every record is written (see
  * the module's comment). Throws {@link UniqueConflict} (and writes nothing) when a unique value is
- * taken, {@link BulkWriteInterrupted} when a record replaced changed since it was read; call
- * {@link findBulkConflicts} first to report every conflict at once.
+ * taken, {@link BulkWriteInterrupted} when a record replaced changed since it was read (or a check
+ * of `lastCommit` failed); call {@link findBulkConflicts} first to report every conflict at once.
  */
-export async function bulkWrite(store: Store, items: BulkItem[]): Promise<void> {
+export async function bulkWrite(
+  store: Store,
+  items: BulkItem[],
+  { lastCommit }: { lastCommit?: LastCommit } = {},
+): Promise<void> {
   const nameOf = (item: BulkItem): RecordName => [item.collection.name, item.record.id];
   const created = items.filter((item) => !item.previous).map(nameOf);
   const replaced = items.filter((item) => item.previous);
@@ -808,12 +834,14 @@ export async function bulkWrite(store: Store, items: BulkItem[]): Promise<void> 
     const versionstamps = new Map(current.map((entry) => [keyText(entry.key), entry.versionstamp]));
     await writeChunks(store, write, items, versionstamps);
     // the last commit: the write leaves the hidden list and every reader sees all of it
+    await lastCommit?.prepare();
     noteLocalWrite();
     const names = new Set(items.map((item) => item.collection.name));
-    await write.commit((op) => {
+    const committed = await write.commit((op) => {
       for (const name of names) op.set(versionKey(name), true);
-      return op;
+      return lastCommit ? lastCommit.add(op) : op;
     });
+    if (!committed) throw new BulkWriteInterrupted("a check of its last commit failed");
   } catch (error) {
     await write.abort();
     throw error;
@@ -831,11 +859,15 @@ async function writeChunks(
   const { added, removed } = indexChanges(items);
   // a value one record releases and another takes is handed over: staged, from its owner
   const released = new Set(removed.map(keyText));
-  const handedOver = added.filter((claim) => released.has(keyText(claim.key)));
+  const handedOver = released.size ? added.filter((claim) => released.has(keyText(claim.key))) : [];
   const handed = await readAll(store, handedOver.map((claim) => claim.key));
   const handedEntries = new Map(handed.map((entry) => [keyText(entry.key), entry]));
   const claims = new Map<number, IndexClaim[]>();
-  for (const claim of added) claims.set(claim.item, [...claims.get(claim.item) ?? [], claim]);
+  for (const claim of added) {
+    const list = claims.get(claim.item);
+    if (list) list.push(claim);
+    else claims.set(claim.item, [claim]);
+  }
   const checksPerOp = maxChecks(store) - 1; // the gate
   let op: {
     checks: Deno.AtomicCheck[];
@@ -868,7 +900,7 @@ async function writeChunks(
     if (item.previous) checks.push({ key, versionstamp: versionstamps.get(keyText(key)) ?? null });
     const itemClaims = claims.get(i) ?? [];
     for (const claim of itemClaims) {
-      const from = handedEntries.get(keyText(claim.key));
+      const from = handedEntries.size ? handedEntries.get(keyText(claim.key)) : undefined;
       if (from) {
         checks.push(from);
         sets.push([claim.key, { __bulk: write.id, next: claim.owner, previous: from.value }]);

@@ -22,6 +22,18 @@ Deno.test("defaults are the ones of decisions §1", () => {
   assert.equal(config.maxContacts, 10000);
   assert.equal(config.simAnswerMs, 1000);
   assert.equal(config.eventRetention, 3600);
+  assert.equal(config.hashConcurrency, navigator.hardwareConcurrency);
+  assert.equal(config.hashIterations, 600_000);
+});
+
+Deno.test("the password hash pool's size and cost are settings", () => {
+  const config = loadConfig({ SVC_HASH_CONCURRENCY: "4", SVC_HASH_ITERATIONS: "1000000" }, noFile);
+  assert.equal(config.hashConcurrency, 4);
+  assert.equal(config.hashIterations, 1_000_000);
+  assert.equal(
+    loadConfig({ SVC_HASH_CONCURRENCY: " " }, noFile).hashConcurrency,
+    navigator.hardwareConcurrency,
+  );
 });
 
 Deno.test("every setting of decisions §1 is known", () => {
@@ -110,6 +122,12 @@ Deno.test("a bad value names the setting and the reason", async (t) => {
     [{ SVC_ADMIN_PASSWORD: "pw" }, "SVC_ADMIN_LOGIN", /set together/],
     [{ SVC_TLS_CERT: "cert.pem" }, "SVC_TLS_KEY", /set together/],
     [{ SVC_MAX_CONTACTS: "0" }, "SVC_MAX_CONTACTS", /integer/],
+    [{ SVC_HASH_CONCURRENCY: "0" }, "SVC_HASH_CONCURRENCY", /integer from 1 to 256, got "0"/],
+    [{ SVC_HASH_CONCURRENCY: "two" }, "SVC_HASH_CONCURRENCY", /integer from 1 to 256/],
+    [{ SVC_HASH_CONCURRENCY: "1.5" }, "SVC_HASH_CONCURRENCY", /integer/],
+    [{ SVC_HASH_ITERATIONS: "99999" }, "SVC_HASH_ITERATIONS", /integer from 100000 to 100000000/],
+    [{ SVC_HASH_ITERATIONS: "" }, "SVC_HASH_ITERATIONS", /integer/],
+    [{ SVC_HASH_ITERATIONS: "1e6" }, "SVC_HASH_ITERATIONS", /integer/],
     [
       { SVC_DEPRECATED_API_HOST: "localhost" },
       "SVC_DEPRECATED_API_HOST",

@@ -1,0 +1,455 @@
+/**
+ * Password hashing and users imports (docs/performance.md), each figure next to its bare baseline
+ * measured in the same run:
+ *
+ * - t_hash: one PBKDF2-SHA256 derivation at the default cost on one core (Web Crypto, in this
+ *   process), the unit of the floors below;
+ * - `POST /1.1/users/import` of 5,000 rows without passwords (user, SIP line, extension), on a fresh
+ *   server each time, next to writing as many records and index keys of the same sizes straight to
+ *   Deno KV (`:memory:`) from this process;
+ * - the same import of 200 rows with passwords, at once and as a job (`Prefer: respond-async`,
+ *   until `GET /1.1/jobs/{id}` says it ended), next to the floor rows × t_hash / cores, with the
+ *   `GET /health` delays meanwhile;
+ * - 500 `POST /auth/login`, 50 at once, next to the floor cores / t_hash per second, with the
+ *   `GET /health` delays meanwhile. The `/health` baseline is the same prober on the idle server.
+ *
+ * The floors assume every core free. On a machine shared with other work, the rate of bare hashing
+ * (`cores` derivations at a time in this process) measured just before each of those rows tells
+ * what the machine gave at that moment.
+ *
+ * Run alone with `deno run -A bench/hashing.ts [--json]`; `deno task bench` runs it too.
+ */
+import { fileURLToPath } from "node:url";
+import type { BenchRow } from "./report.ts";
+import { printRows } from "./report.ts";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const admin = { login: "hash-admin", password: "hash-admin-password" };
+const cores = navigator.hardwareConcurrency;
+const ITERATIONS = 600_000;
+
+class HashBenchError extends Error {}
+
+/** One real server of its own (`main.ts`, `:memory:` store, default hashing settings). */
+interface Server {
+  url: string;
+  token: string;
+  stop(): Promise<void>;
+}
+
+function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return port;
+}
+
+async function startServer(): Promise<Server> {
+  const port = freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", "main.ts"],
+    cwd: root,
+    env: {
+      SVC_PORT: `${port}`,
+      SVC_HOSTNAME: "127.0.0.1",
+      SVC_KV: ":memory:",
+      SVC_LOG_LEVEL: "warn",
+      SVC_ADMIN_LOGIN: admin.login,
+      SVC_ADMIN_PASSWORD: admin.password,
+    },
+    stdin: "null",
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  const stop = async () => {
+    try {
+      child.kill("SIGTERM");
+    } catch {
+      // it has already stopped
+    }
+    await child.status;
+  };
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (Date.now() > deadline) throw new HashBenchError(`${url}/health did not answer in 30 s`);
+      try {
+        const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
+        await response.body?.cancel();
+        if (response.ok) break;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const token = (await send(url, "", "POST", "/svc/api/2.0/auth/webservice", admin)).token;
+    return { url, token, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** One request; a non-2xx answer stops the bench. Answers the JSON body (or null). */
+async function send(
+  url: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: {
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      ...(typeof body === "string" ? {} : { "Content-Type": "application/json" }),
+      ...headers,
+    },
+    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(600_000),
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    throw new HashBenchError(`${method} ${path}: ${response.status} ${text.slice(0, 300)}`);
+  }
+  return text ? JSON.parse(text) : null;
+}
+
+const median = (values: number[]) => values.toSorted((a, b) => a - b)[values.length >> 1]!;
+
+function quantile(samples: number[], q: number): number {
+  const sorted = samples.toSorted((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+/** One derivation at the default cost, as `lib/auth/passwords.ts` does it, in ms. */
+async function oneHash(): Promise<number> {
+  const started = performance.now();
+  const key = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode("bench-password"),
+    "PBKDF2",
+    false,
+    ["deriveBits"],
+  );
+  await crypto.subtle.deriveBits(
+    {
+      name: "PBKDF2",
+      hash: "SHA-256",
+      salt: crypto.getRandomValues(new Uint8Array(16)),
+      iterations: ITERATIONS,
+    },
+    key,
+    256,
+  );
+  return performance.now() - started;
+}
+
+/**
+ * Derivations per second with `cores` of them at a time in this process, `count` in all: what the
+ * machine gives to bare hashing at that moment (other work on it takes its share).
+ */
+async function bareHashRate(count: number): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: cores }, async () => {
+    while (next++ < count) await oneHash();
+  }));
+  return count / (performance.now() - started) * 1000;
+}
+
+/** `perSecond` against `rate`, the bare hashing of this moment. */
+const againstBare = (perSecond: number, rate: number) =>
+  `bare hashing just before: ${rate.toFixed(1)}/s, ${(perSecond / rate).toFixed(2)} × that`;
+
+/**
+ * Asks `GET /health` one request after the other, 10 ms apart, until stopped; answers the delays
+ * (ms).
+ */
+function healthProber(url: string) {
+  const samples: number[] = [];
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const started = performance.now();
+      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(30_000) });
+      await response.arrayBuffer();
+      if (!response.ok) throw new HashBenchError(`GET /health: ${response.status}`);
+      samples.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await done;
+      return samples;
+    },
+  };
+}
+
+const healthFigures = (samples: number[]) =>
+  `p50 ${quantile(samples, 0.5).toFixed(1)} ms, p99 ${quantile(samples, 0.99).toFixed(1)} ms, ` +
+  `max ${Math.max(...samples).toFixed(1)} ms (${samples.length} requests)`;
+
+/** `count` rows from `first`: users with a SIP line and an extension, with passwords if asked. */
+function usersCsv(first: number, count: number, passwords: boolean): string {
+  const rows = [
+    `firstname,lastname,line_protocol,context,exten${passwords ? ",username,password" : ""}`,
+  ];
+  for (let n = first; n < first + count; n++) {
+    const login = passwords ? `,hash${n},hash${n}-password` : "";
+    rows.push(`User,${n},sip,bench,${10000 + n}${login}`);
+  }
+  return rows.join("\n");
+}
+
+const BENCH_CONTEXT = { name: "bench", user_ranges: [{ start: "10000", end: "99999" }] };
+const CSV_TYPE = { "Content-Type": "text/csv" };
+
+/** Times one 5,000-row import without passwords on a fresh server. */
+async function importWithoutPasswords(): Promise<number> {
+  const server = await startServer();
+  try {
+    await send(server.url, server.token, "POST", "/1.1/contexts", BENCH_CONTEXT);
+    const started = performance.now();
+    const { created } = await send(
+      server.url,
+      server.token,
+      "POST",
+      "/1.1/users/import",
+      usersCsv(0, 5000, false),
+      CSV_TYPE,
+    );
+    const ms = performance.now() - started;
+    if (created.length !== 5000) throw new HashBenchError(`${created.length} rows created`);
+    return ms;
+  } finally {
+    await server.stop();
+  }
+}
+
+/**
+ * The bare baseline of that import: the records and index keys it writes (a user, a line, a SIP
+ * endpoint, an extension and five index keys per row, of the same sizes), straight to Deno KV.
+ */
+async function bareKvWrite(rows: number): Promise<number> {
+  const kv = await Deno.openKv(":memory:");
+  try {
+    const filler = (bytes: number) => "x".repeat(bytes);
+    const started = performance.now();
+    let op = kv.atomic();
+    let mutations = 0;
+    const set = async (key: Deno.KvKey, value: unknown) => {
+      op.set(key, value);
+      if (++mutations === 900) {
+        await op.commit();
+        op = kv.atomic();
+        mutations = 0;
+      }
+    };
+    for (let n = 1; n <= rows; n++) {
+      await set(["users", n], { id: n, uuid: crypto.randomUUID(), data: filler(700) });
+      await set(["lines", n], { id: n, data: filler(300) });
+      await set(["endpoints_sip", n], { id: n, data: filler(180) });
+      await set(["extensions", n], { id: n, data: filler(120) });
+      for (
+        const index of ["users_by_uuid", "lines_by_name", "lines_by_code", "sip_by_name", "ext"]
+      ) {
+        await set([index, `${index}-${n}`], ["users", n]);
+      }
+    }
+    await op.commit();
+    return performance.now() - started;
+  } finally {
+    kv.close();
+  }
+}
+
+/** Waits for the job at `path` to end, reading it every 100 ms; answers its view. */
+async function jobEnd(server: Server, path: string) {
+  for (;;) {
+    const job = await send(server.url, server.token, "GET", path);
+    if (job.state === "succeeded" || job.state === "failed") return job;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Runs every measurement and answers the rows (`bench/report.ts`), each with its baseline.
+ *
+ * @example
+ * printRows(await hashingBench());
+ */
+export async function hashingBench(): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  // the figures suffer from whatever else runs on the machine: say how busy it was
+  const load = Deno.loadavg()[0]!.toFixed(2);
+  await oneHash(); // warm-up
+  const tHash = median(await sequence(7, oneHash));
+  rows.push({
+    name: `one password hash (PBKDF2-SHA256, ${
+      ITERATIONS.toLocaleString("en-US")
+    } iterations) on one core: t_hash`,
+    value: tHash,
+    unit: "ms",
+    detail: `median of 7; load average ${load} at the start`,
+    baseline: { name: "cores", value: cores, unit: "" },
+  });
+
+  const imports = await sequence(3, importWithoutPasswords);
+  const bare = await sequence(3, () => bareKvWrite(5000));
+  rows.push({
+    name:
+      "POST /1.1/users/import, 5,000 rows without passwords (user + SIP line + extension), median of 3 fresh servers",
+    value: median(imports) / 1000,
+    unit: "s",
+    detail: `runs ${imports.map((ms) => (ms / 1000).toFixed(2)).join(", ")} s`,
+    baseline: {
+      name: "the same 45,000 records and index keys written straight to Deno KV (:memory:)",
+      value: median(bare) / 1000,
+      unit: "s",
+    },
+    target: { text: "< 1.5 s", met: median(imports) < 1500 },
+  });
+
+  const server = await startServer();
+  try {
+    await send(server.url, server.token, "POST", "/1.1/contexts", BENCH_CONTEXT);
+    await healthProber(server.url).stop(); // one request: the connection and the route warm up
+    const idle = healthProber(server.url);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const idleSamples = await idle.stop();
+    const idleP99 = quantile(idleSamples, 0.99);
+    const healthBaseline = {
+      name: "GET /health p99 on the idle server",
+      value: idleP99,
+      unit: "ms",
+    };
+
+    // 200 rows with passwords, at once, with /health asked meanwhile
+    const floor = 200 * tHash / cores;
+    let bare = await bareHashRate(8 * cores);
+    const prober = healthProber(server.url);
+    let started = performance.now();
+    await send(
+      server.url,
+      server.token,
+      "POST",
+      "/1.1/users/import",
+      usersCsv(0, 200, true),
+      CSV_TYPE,
+    );
+    const syncMs = performance.now() - started;
+    const duringImport = await prober.stop();
+    rows.push({
+      name: "POST /1.1/users/import, 200 rows with passwords",
+      value: syncMs / 1000,
+      unit: "s",
+      detail: `${(syncMs / 200).toFixed(1)} ms per row, ${(syncMs / floor).toFixed(2)} × the ` +
+        `floor; ${againstBare(200 / syncMs * 1000, bare)}`,
+      baseline: { name: "floor rows × t_hash / cores", value: floor / 1000, unit: "s" },
+      target: { text: "≤ 1.1 × the floor", met: syncMs <= 1.1 * floor },
+    });
+    rows.push({
+      name: "GET /health p99 during that import",
+      value: quantile(duringImport, 0.99),
+      unit: "ms",
+      detail: healthFigures(duringImport),
+      baseline: healthBaseline,
+      target: { text: "< 50 ms", met: quantile(duringImport, 0.99) < 50 },
+    });
+
+    // the same as a job
+    bare = await bareHashRate(8 * cores);
+    started = performance.now();
+    const accepted = await fetch(`${server.url}/1.1/users/import`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${server.token}`, ...CSV_TYPE, Prefer: "respond-async" },
+      body: usersCsv(200, 200, true),
+    });
+    await accepted.body?.cancel();
+    if (accepted.status !== 202) throw new HashBenchError(`job: ${accepted.status}`);
+    const job = await jobEnd(server, accepted.headers.get("location")!);
+    const jobMs = performance.now() - started;
+    if (job.state !== "succeeded") throw new HashBenchError(`job: ${JSON.stringify(job.errors)}`);
+    rows.push({
+      name: "the same as a job (Prefer: respond-async, 202, then GET /1.1/jobs/{id} every 100 ms)",
+      value: jobMs / 1000,
+      unit: "s",
+      detail: `${(jobMs / floor).toFixed(2)} × the floor; ${againstBare(200 / jobMs * 1000, bare)}`,
+      baseline: { name: "floor rows × t_hash / cores", value: floor / 1000, unit: "s" },
+      target: { text: "≤ 1.1 × the floor", met: jobMs <= 1.1 * floor },
+    });
+
+    // the login storm over the 400 users just imported
+    bare = await bareHashRate(8 * cores);
+    const storm = await loginStorm(server, 500, 50, 400);
+    const floorRate = cores / tHash * 1000;
+    rows.push({
+      name: "500 POST /svc/api/2.0/auth/login, 50 at once",
+      value: storm.perSecond,
+      unit: "/s",
+      detail: `${
+        (storm.perSecond / floorRate).toFixed(2)
+      } × cores / t_hash, ${storm.failures} failures; ${againstBare(storm.perSecond, bare)}`,
+      baseline: { name: "cores / t_hash", value: floorRate, unit: "/s" },
+      target: {
+        text: "≥ 0.9 × cores / t_hash, no failure",
+        met: storm.perSecond >= 0.9 * floorRate && storm.failures === 0,
+      },
+    });
+    rows.push({
+      name: "GET /health p99 during the login storm",
+      value: quantile(storm.health, 0.99),
+      unit: "ms",
+      detail: healthFigures(storm.health),
+      baseline: healthBaseline,
+      target: { text: "< 50 ms", met: quantile(storm.health, 0.99) < 50 },
+    });
+  } finally {
+    await server.stop();
+  }
+  return rows;
+}
+
+/** Runs `fn` `count` times, one after the other. */
+async function sequence<T>(count: number, fn: () => Promise<T>): Promise<T[]> {
+  const results: T[] = [];
+  for (let n = 0; n < count; n++) results.push(await fn());
+  return results;
+}
+
+/** `total` logins of the users `hash0`… (`users` of them), `concurrency` at once, with /health. */
+async function loginStorm(server: Server, total: number, concurrency: number, users: number) {
+  let next = 0;
+  let failures = 0;
+  const prober = healthProber(server.url);
+  const started = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < total) {
+      const n = next++ % users;
+      const response = await fetch(`${server.url}/svc/api/2.0/auth/login`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ login: `hash${n}`, password: `hash${n}-password` }),
+        signal: AbortSignal.timeout(120_000),
+      });
+      await response.arrayBuffer();
+      if (response.status !== 200) failures++;
+    }
+  }));
+  const ms = performance.now() - started;
+  return { perSecond: total / ms * 1000, failures, health: await prober.stop() };
+}
+
+if (import.meta.main) {
+  const rows = await hashingBench();
+  printRows(rows);
+  if (Deno.args.includes("--json")) {
+    const date = new Date().toISOString();
+    console.log(JSON.stringify({ date, cores, results: rows }));
+  }
+}
