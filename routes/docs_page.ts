@@ -51,6 +51,10 @@ const swaggerUi = (() => {
   return () => loading ??= import("./docs_assets.ts").then((m) => m.SWAGGER_UI_FILES);
 })();
 
+/** A file by name, never a property every object has (`constructor`, `__proto__`…). */
+const ownFile = (files: Record<string, { type: string; text: string }>, name: string) =>
+  Object.hasOwn(files, name) ? files[name] : undefined;
+
 const ASSETS = ["start.js", "swagger-ui-bundle.js", "swagger-ui.css", "LICENSE"] as const;
 
 export function docsPageRoutes() {
@@ -71,7 +75,7 @@ export function docsPageRoutes() {
         errors: { 404: "`NotFound`: no such file" },
       }, async (c) => {
         const name = c.req.param("asset") ?? "";
-        const file = OWN_FILES[name] ?? (await swaggerUi())[name];
+        const file = ownFile(OWN_FILES, name) ?? ownFile(await swaggerUi(), name);
         if (!file) throw new ApiError(404, "NotFound", `no file ${name} in the docs`);
         return c.body(file.text, 200, {
           "Content-Type": file.type,

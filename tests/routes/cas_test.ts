@@ -359,6 +359,7 @@ Deno.test("CAS validation answers and the spec's codes", async (t) => {
       [CAPTURED.success.replace("</cas:user>", ""), /closes <cas:user>/],
       [CAPTURED.success.replace("dwho", "d&who"), /bare "&"/],
       [CAPTURED.success.replace("dwho", "d&eacute;who"), /undefined entity &eacute;/],
+      [CAPTURED.success.replace("dwho", "d&constructor;who"), /undefined entity &constructor;/],
       [CAPTURED.success.replace("dwho", "d&#0;who"), /not an XML character/],
       [CAPTURED.success + "<cas:serviceResponse/>", /second root element/],
       [CAPTURED.success.slice(0, 80), /not closed|unterminated/],

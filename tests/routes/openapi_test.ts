@@ -139,5 +139,9 @@ Deno.test("the app serves the document, each daemon's part in YAML, and the docs
 
   await t.step("GET /docs/{asset} of no file: 404 NotFound", async () => {
     await expectError(await app.request("/docs/nothing.js"), 404, "NotFound");
+    // Names every object has are no files either (the fuzzer found `constructor` a 500).
+    for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      await expectError(await app.request(`/docs/${name}`), 404, "NotFound");
+    }
   });
 });

@@ -251,7 +251,7 @@ function decodeEntities(raw: string): string {
     if (!match) throw new XmlError(`a bare "&" at ${JSON.stringify(raw.slice(amp, amp + 12))}`);
     const [reference, hex, decimal, name] = match;
     if (name !== undefined) {
-      const value = PREDEFINED[name];
+      const value = Object.hasOwn(PREDEFINED, name) ? PREDEFINED[name] : undefined;
       if (value === undefined) throw new XmlError(`undefined entity &${name};`);
       out += value;
     } else {
