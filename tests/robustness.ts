@@ -48,9 +48,16 @@ export type Route = readonly [method: string, path: string];
  * Every route of the app under `prefix`, once each (the app lists a route once per handler, a
  * guard and the route's own), without the middlewares mounted for `ALL` methods.
  */
+/**
+ * A middleware in the route table: mounted for every method (`ALL`), or for some methods on a
+ * wildcard path (the body reader, for the methods that carry one); no route has a wildcard path.
+ */
+export const isMiddleware = (route: { method: string; path: string }) =>
+  route.method === "ALL" || route.path.endsWith("*");
+
 export function routesUnder(ctx: TestContext, prefix: string): Route[] {
   const routes = ctx.app.routes
-    .filter((route) => route.path.startsWith(prefix) && route.method !== "ALL")
+    .filter((route) => route.path.startsWith(prefix) && !isMiddleware(route))
     .map((route): Route => [route.method, route.path]);
   return [...new Map(routes.map((route) => [route.join(" "), route])).values()];
 }

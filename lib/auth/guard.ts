@@ -4,7 +4,7 @@ import { ApiError } from "../errors.ts";
 import type { AppEnv } from "../http.ts";
 import { checkPathValues } from "../path_values.ts";
 import { isAllowed } from "./acl.ts";
-import type { Tokens } from "./tokens.ts";
+import type { Identity, Tokens } from "./tokens.ts";
 
 /**
  * The token of a request: `Authorization: Bearer <t>`, else `X-Auth-Token: <t>`. Neither:
@@ -52,7 +52,8 @@ export function fillAcl(template: string, params: Record<string, string>): strin
  */
 export function requireToken(tokens: Tokens): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    c.set("identity", await tokens.verify(readToken(c)));
+    const token = readToken(c);
+    c.set("identity", tokens.remembered(token) ?? await tokens.verify(token));
     checkPathValues(c);
     await next();
   };
@@ -74,8 +75,7 @@ export function requireAcl(
   { ctiOnly }: { ctiOnly?: string } = {},
 ): MiddlewareHandler<AppEnv> {
   const constant = template.includes("{") ? null : template;
-  return async (c, next) => {
-    const identity = await tokens.verify(readToken(c));
+  const check = (c: Context<AppEnv>, identity: Identity) => {
     checkPathValues(c);
     const required = constant ?? fillAcl(template, c.req.param() as Record<string, string>);
     if (!isAllowed(identity.acls, required, identity.userId)) {
@@ -83,6 +83,18 @@ export function requireAcl(
     }
     if (ctiOnly && identity.userType !== "cti") throw new ApiError(403, "Forbidden", ctiOnly);
     c.set("identity", identity);
-    await next();
+  };
+  // not async: a token verified before is checked without a promise of its own (the hot path)
+  return (c, next) => {
+    const token = readToken(c);
+    const known = tokens.remembered(token);
+    if (known) {
+      check(c, known);
+      return next();
+    }
+    return tokens.verify(token).then((identity) => {
+      check(c, identity);
+      return next();
+    });
   };
 }
