@@ -3,8 +3,8 @@
  * ones leave some 70 MB of garbage) and collects it only when new allocations ask for room, so an
  * idle process kept that memory for good. When the process runs with `--v8-flags=--expose-gc` (the
  * tasks and the deployment files do), a full collection runs once the server has served requests
- * and then none for {@link IDLE_MS}: the heap goes back to what is live. Without the flag this
- * does nothing.
+ * (or just started) and then none for {@link IDLE_MS}: the heap goes back to what is live. Without
+ * the flag this does nothing.
  */
 
 /** V8's `gc` of `--expose-gc`, with its options. */
@@ -27,7 +27,8 @@ export function collectWhenIdle(
   idleMs = IDLE_MS,
 ): { handler: Deno.ServeHandler; stop(): void } {
   if (!gc) return { handler, stop() {} };
-  let served = 0;
+  // the start counts as a burst: loading the modules and preparing the store left garbage too
+  let served = 1;
   let seen = 0;
   const timer = setInterval(() => {
     if (served > 0 && served === seen) {

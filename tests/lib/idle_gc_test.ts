@@ -9,7 +9,7 @@ Deno.test("without V8's gc the handler is served as it is", () => {
   assert.equal(collectWhenIdle(handler, undefined).handler, handler);
 });
 
-Deno.test("a collection once idle after requests, none while nothing was served", async () => {
+Deno.test("one collection once idle after the start and requests, none while idle since", async () => {
   const collections: unknown[] = [];
   const collected = Promise.withResolvers<void>();
   const seen: Request[] = [];
