@@ -7,6 +7,7 @@ import { prepareStore } from "./lib/bootstrap.ts";
 import { demoBanner } from "./lib/demo.ts";
 import { recoverBulkWrites } from "./lib/store/bulk.ts";
 import { createServices, type Services } from "./lib/services.ts";
+import { collectWhenIdle } from "./lib/idle_gc.ts";
 import { createApp } from "./routes/mod.ts";
 
 /** Stops the process with one line naming what is wrong. */
@@ -149,6 +150,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   // The signal handlers come first: a SIGTERM right after "listening" still closes the store.
   // They run from the event loop, so `server` is always set by the time one does.
   const stop = async () => {
+    idle.stop();
     services.cti.close(); // open sockets would hold the shutdown
     services.feed.close();
     await Promise.all([server.shutdown(), extra?.shutdown()]);
@@ -160,14 +162,15 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
   const { hostname, port } = config;
-  const server = serve(config, services, tls, app.fetch, {
+  const idle = collectWhenIdle(app.fetch);
+  const server = serve(config, services, tls, idle.handler, {
     hostname,
     port,
     setting: "SVC_HOSTNAME/SVC_PORT",
   }, true);
   // the same app on a second address, e.g. xivo-auth's port 9497 for its clients
   const extra = config.extraListen
-    ? serve(config, services, tls, app.fetch, {
+    ? serve(config, services, tls, idle.handler, {
       ...config.extraListen,
       setting: "SVC_EXTRA_LISTEN",
     }, false)

@@ -19,16 +19,11 @@
  *
  * Run alone with `deno run -A bench/hashing.ts [--json]`; `deno task bench` runs it too.
  */
-import { fileURLToPath } from "node:url";
-import type { BenchRow } from "./report.ts";
-import { printRows } from "./report.ts";
+import { BenchError, callSvc, pause, startSvcProcess } from "./processes.ts";
+import { median, printRows, type Row } from "./rows.ts";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
-const admin = { login: "hash-admin", password: "hash-admin-password" };
 const cores = navigator.hardwareConcurrency;
 const ITERATIONS = 600_000;
-
-class HashBenchError extends Error {}
 
 /** One real server of its own (`main.ts`, `:memory:` store, default hashing settings). */
 interface Server {
@@ -37,87 +32,35 @@ interface Server {
   stop(): Promise<void>;
 }
 
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
-}
-
 async function startServer(): Promise<Server> {
-  const port = freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", "main.ts"],
-    cwd: root,
-    env: {
-      SVC_PORT: `${port}`,
-      SVC_HOSTNAME: "127.0.0.1",
-      SVC_KV: ":memory:",
-      SVC_LOG_LEVEL: "warn",
-      SVC_ADMIN_LOGIN: admin.login,
-      SVC_ADMIN_PASSWORD: admin.password,
-    },
-    stdin: "null",
-    stdout: "null",
-    stderr: "inherit",
-  }).spawn();
-  const stop = async () => {
-    try {
-      child.kill("SIGTERM");
-    } catch {
-      // it has already stopped
-    }
-    await child.status;
-  };
+  const stack = new AsyncDisposableStack();
   try {
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      if (Date.now() > deadline) throw new HashBenchError(`${url}/health did not answer in 30 s`);
-      try {
-        const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
-        await response.body?.cancel();
-        if (response.ok) break;
-      } catch {
-        // not listening yet
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const token = (await send(url, "", "POST", "/svc/api/2.0/auth/webservice", admin)).token;
-    return { url, token, stop };
+    const { svc, adminToken } = await startSvcProcess(stack, { SVC_KV: ":memory:" });
+    return { url: svc, token: adminToken, stop: () => stack.disposeAsync() };
   } catch (error) {
-    await stop();
+    await stack.disposeAsync();
     throw error;
   }
 }
 
-/** One request; a non-2xx answer stops the bench. Answers the JSON body (or null). */
+/** One request as the administrator; a non-2xx answer stops the bench. Answers the JSON body. */
 async function send(
-  url: string,
-  token: string,
+  server: Server,
   method: string,
   path: string,
   body?: unknown,
-  headers: Record<string, string> = {},
+  type = "application/json",
 ) {
-  const response = await fetch(`${url}${path}`, {
+  const text = await callSvc(
+    server.url,
+    server.token,
     method,
-    headers: {
-      ...(token ? { Authorization: `Bearer ${token}` } : {}),
-      ...(typeof body === "string" ? {} : { "Content-Type": "application/json" }),
-      ...headers,
-    },
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-    signal: AbortSignal.timeout(600_000),
-  });
-  const text = await response.text();
-  if (!response.ok) {
-    throw new HashBenchError(`${method} ${path}: ${response.status} ${text.slice(0, 300)}`);
-  }
+    path,
+    body === undefined || typeof body === "string" ? body : JSON.stringify(body),
+    type,
+  );
   return text ? JSON.parse(text) : null;
 }
-
-const median = (values: number[]) => values.toSorted((a, b) => a - b)[values.length >> 1]!;
 
 function quantile(samples: number[], q: number): number {
   const sorted = samples.toSorted((a, b) => a - b);
@@ -176,9 +119,9 @@ function healthProber(url: string) {
       const started = performance.now();
       const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(30_000) });
       await response.arrayBuffer();
-      if (!response.ok) throw new HashBenchError(`GET /health: ${response.status}`);
+      if (!response.ok) throw new BenchError(`GET /health: ${response.status}`);
       samples.push(performance.now() - started);
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await pause(10);
     }
   })();
   return {
@@ -207,24 +150,23 @@ function usersCsv(first: number, count: number, passwords: boolean): string {
 }
 
 const BENCH_CONTEXT = { name: "bench", user_ranges: [{ start: "10000", end: "99999" }] };
-const CSV_TYPE = { "Content-Type": "text/csv" };
+const CSV_TYPE = "text/csv";
 
 /** Times one 5,000-row import without passwords on a fresh server. */
 async function importWithoutPasswords(): Promise<number> {
   const server = await startServer();
   try {
-    await send(server.url, server.token, "POST", "/1.1/contexts", BENCH_CONTEXT);
+    await send(server, "POST", "/1.1/contexts", BENCH_CONTEXT);
     const started = performance.now();
     const { created } = await send(
-      server.url,
-      server.token,
+      server,
       "POST",
       "/1.1/users/import",
       usersCsv(0, 5000, false),
       CSV_TYPE,
     );
     const ms = performance.now() - started;
-    if (created.length !== 5000) throw new HashBenchError(`${created.length} rows created`);
+    if (created.length !== 5000) throw new BenchError(`${created.length} rows created`);
     return ms;
   } finally {
     await server.stop();
@@ -271,20 +213,20 @@ async function bareKvWrite(rows: number): Promise<number> {
 /** Waits for the job at `path` to end, reading it every 100 ms; answers its view. */
 async function jobEnd(server: Server, path: string) {
   for (;;) {
-    const job = await send(server.url, server.token, "GET", path);
+    const job = await send(server, "GET", path);
     if (job.state === "succeeded" || job.state === "failed") return job;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await pause(100);
   }
 }
 
 /**
- * Runs every measurement and answers the rows (`bench/report.ts`), each with its baseline.
+ * Runs every measurement and answers the rows (`bench/rows.ts`), each with its baseline.
  *
  * @example
  * printRows(await hashingBench());
  */
-export async function hashingBench(): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
+export async function hashingBench(): Promise<Row[]> {
+  const rows: Row[] = [];
   // the figures suffer from whatever else runs on the machine: say how busy it was
   const load = Deno.loadavg()[0]!.toFixed(2);
   await oneHash(); // warm-up
@@ -317,10 +259,10 @@ export async function hashingBench(): Promise<BenchRow[]> {
 
   const server = await startServer();
   try {
-    await send(server.url, server.token, "POST", "/1.1/contexts", BENCH_CONTEXT);
+    await send(server, "POST", "/1.1/contexts", BENCH_CONTEXT);
     await healthProber(server.url).stop(); // one request: the connection and the route warm up
     const idle = healthProber(server.url);
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await pause(3000);
     const idleSamples = await idle.stop();
     const idleP99 = quantile(idleSamples, 0.99);
     const healthBaseline = {
@@ -334,14 +276,7 @@ export async function hashingBench(): Promise<BenchRow[]> {
     let bare = await bareHashRate(8 * cores);
     const prober = healthProber(server.url);
     let started = performance.now();
-    await send(
-      server.url,
-      server.token,
-      "POST",
-      "/1.1/users/import",
-      usersCsv(0, 200, true),
-      CSV_TYPE,
-    );
+    await send(server, "POST", "/1.1/users/import", usersCsv(0, 200, true), CSV_TYPE);
     const syncMs = performance.now() - started;
     const duringImport = await prober.stop();
     rows.push({
@@ -367,14 +302,18 @@ export async function hashingBench(): Promise<BenchRow[]> {
     started = performance.now();
     const accepted = await fetch(`${server.url}/1.1/users/import`, {
       method: "POST",
-      headers: { Authorization: `Bearer ${server.token}`, ...CSV_TYPE, Prefer: "respond-async" },
+      headers: {
+        Authorization: `Bearer ${server.token}`,
+        "Content-Type": CSV_TYPE,
+        Prefer: "respond-async",
+      },
       body: usersCsv(200, 200, true),
     });
     await accepted.body?.cancel();
-    if (accepted.status !== 202) throw new HashBenchError(`job: ${accepted.status}`);
+    if (accepted.status !== 202) throw new BenchError(`job: ${accepted.status}`);
     const job = await jobEnd(server, accepted.headers.get("location")!);
     const jobMs = performance.now() - started;
-    if (job.state !== "succeeded") throw new HashBenchError(`job: ${JSON.stringify(job.errors)}`);
+    if (job.state !== "succeeded") throw new BenchError(`job: ${JSON.stringify(job.errors)}`);
     rows.push({
       name: "the same as a job (Prefer: respond-async, 202, then GET /1.1/jobs/{id} every 100 ms)",
       value: jobMs / 1000,

@@ -14,30 +14,48 @@
  * Personal contacts: the list view of a CTI user with 20 contacts under wrk, and the times to
  * import a 10,000-line CSV (plain body) and to export those 10,000 contacts, for another CTI user.
  *
- * Metrics: `GET /metrics` under wrk, once the other scenarios have filled the request histogram (a
- * scrape formats every series and reads the event outbox from the store).
- *
  * CTI sockets (`GET /svc/api/2.0/cti`), on a server of their own: its RSS (`VmRSS`) at start and
  * with 10,000 idle sockets of 10 users, held by `bench/ws_clients.ts` in a process of its own; then
  * the delay from `POST /dnd/{username}` to its `UserConfigUpdate` on each of the user's 1,000
  * sockets. Each next to a bare `Deno.serve` WebSocket server (`bench/ws_server.ts`) holding as many
- * sockets and broadcasting a message of the same size to 1,000 of them. `deno task bench cti` runs
- * this part alone.
+ * sockets and broadcasting a message of the same size to 1,000 of them.
+ *
+ * Metrics: `GET /metrics` under wrk, once the other scenarios have filled the request histogram (a
+ * scrape formats every series and reads the event outbox from the store).
  *
  * Password hashing and users imports (`bench/hashing.ts`): t_hash, imports with and without
  * passwords, a login storm and `GET /health` meanwhile, each next to its floor or bare baseline.
+ * The write path (`bench/writes.ts`), cold start and idle memory (`bench/startup.ts`), memory after
+ * malformed requests (`bench/memory.ts`): rows next to their baselines (`bench/rows.ts`).
  *
- * With `--json`, a last line `{"results": [...]}` holds every figure (`bench/report.ts` rows).
+ * `deno task bench PART…` runs some parts only (`PARTS`); with `--json`, a last line holds every
+ * figure. `BENCH_PROFILE=1` profiles the server under each wrk scenario (`bench/profile.ts`).
  *
  * Add a scenario by appending to `scenarios`: a name and a function answering what wrk requests.
  * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
  * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
  */
-import { fileURLToPath } from "node:url";
+import {
+  BenchError,
+  bounded,
+  callSvc,
+  freePort,
+  interrupt,
+  pause,
+  rssKb,
+  run,
+  startDeno,
+  startSvcProcess,
+  waitReady,
+} from "./processes.ts";
 import { startAmiReplay } from "../tests/peers/ami_replay.ts";
 import { amiParserBench } from "./ami.ts";
+import { memoryBench } from "./memory.ts";
+import { startProfile } from "./profile.ts";
+import { printRows, type Row } from "./rows.ts";
 import { hashingBench } from "./hashing.ts";
-import { type BenchRow, printRows } from "./report.ts";
+import { startupBench } from "./startup.ts";
+import { writesBench } from "./writes.ts";
 import { systemClock } from "../lib/clock.ts";
 import { EventExport } from "../lib/events/export.ts";
 import { type EventMessage, platformMessage } from "../lib/events/messages.ts";
@@ -64,6 +82,8 @@ interface Servers {
   events: ReturnType<typeof dialingReceiver>;
   /** The real server's process id. */
   pid: number;
+  /** The port of the real server's inspector, with `BENCH_PROFILE=1`. */
+  inspector?: number;
 }
 
 /** One real server: its URL, an administrator's token, its event receiver. */
@@ -71,6 +91,8 @@ type Svc = Omit<Servers, "hello">;
 
 interface Scenario {
   name: string;
+  /** Not an API area (a scrape): left out of the "every area within 2×" target. */
+  notArea?: boolean;
   /** Prepares what the scenario needs (records, tokens) and answers the request to repeat. */
   setup(servers: Servers): Target | Promise<Target>;
 }
@@ -266,16 +288,7 @@ const latencies: { name: string; p50: number; p90: number }[] = [];
 
 /** Calls the real server as the administrator; a non-2xx answer stops the bench. */
 async function call(servers: Svc, method: string, path: string, body: string, type: string) {
-  const response = await fetch(`${servers.svc}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${servers.adminToken}`, "Content-Type": type },
-    body,
-    signal: bounded(300_000),
-  });
-  const text = await response.text();
-  if (!response.ok) {
-    throw new BenchError(`${method} ${path}: ${response.status} ${text.slice(0, 500)}`);
-  }
+  await callSvc(servers.svc, servers.adminToken, method, path, body, type);
 }
 
 /** `count` CSV rows, each a user with a SIP line and an extension in the `bench` context. */
@@ -375,16 +388,6 @@ const memory: { name: string; startKb: number; heldKb: number; sockets: number; 
   [];
 /** Fan-out delays (ms, one per socket and event), printed after the table. */
 const fanouts: { name: string; samples: number[]; goal?: number }[] = [];
-
-/** The resident set size of process `pid` (`VmRSS` of `/proc/<pid>/status`), in KiB. */
-async function rssKb(pid: number): Promise<number> {
-  const status = await Deno.readTextFile(`/proc/${pid}/status`);
-  const kb = status.match(/^VmRSS:\s+(\d+) kB$/m)?.[1];
-  if (!kb) throw new BenchError(`no VmRSS in /proc/${pid}/status`);
-  return Number(kb);
-}
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Starts the client process (`bench/ws_clients.ts`, its own process so that a server's memory is
@@ -638,6 +641,7 @@ const scenarios: Scenario[] = [
   {
     // last: the scenarios before have filled the request histogram with their routes
     name: "GET /metrics (a Prometheus scrape, with the outbox read)",
+    notArea: true,
     setup: ({ svc, adminToken }) => ({
       url: `${svc}/metrics`,
       headers: { Authorization: `Bearer ${adminToken}` },
@@ -656,41 +660,10 @@ interface Figures {
   errors: number;
 }
 
-const root = fileURLToPath(new URL("..", import.meta.url));
 const seconds = Number(Deno.env.get("BENCH_SECONDS") ?? "10");
 const connections = Deno.env.get("BENCH_CONNECTIONS") ?? "50";
 const threads = Deno.env.get("BENCH_THREADS") ?? "1";
 const kv = Deno.env.get("BENCH_KV") ?? ":memory:";
-const admin = { login: "bench-admin", password: "bench-admin-password" };
-
-class BenchError extends Error {}
-
-/** Aborted on SIGINT or SIGTERM: what runs stops, and every server is stopped on the way out. */
-const interrupt = new AbortController();
-const bounded = (ms: number) => AbortSignal.any([AbortSignal.timeout(ms), interrupt.signal]);
-
-/** Runs a command to its end within `timeoutMs`; a failure or a timeout throws. */
-async function run(
-  cmd: string,
-  args: string[],
-  timeoutMs: number,
-  options: { env?: Record<string, string>; capture?: boolean } = {},
-): Promise<string> {
-  const signal = bounded(timeoutMs);
-  const output = await new Deno.Command(cmd, {
-    args,
-    env: options.env,
-    stdin: "null",
-    stdout: options.capture ? "piped" : "inherit",
-    stderr: "inherit",
-    signal,
-  }).output();
-  const line = [cmd, ...args].join(" ");
-  if (interrupt.signal.aborted) throw new BenchError("interrupted");
-  if (signal.aborted) throw new BenchError(`${line}: no answer within ${timeoutMs / 1000}s`);
-  if (!output.success) throw new BenchError(`${line}: exited with ${output.code}`);
-  return options.capture ? new TextDecoder().decode(output.stdout) : "";
-}
 
 /** Installs wrk from Debian when it is not on PATH. */
 async function ensureWrk(): Promise<void> {
@@ -707,71 +680,6 @@ async function ensureWrk(): Promise<void> {
   await run("apt-get", ["install", "-y", "wrk"], 300_000, { env });
 }
 
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr;
-  listener.close();
-  return port;
-}
-
-/**
- * Starts `deno <args>` in the repository; `stack` stops it (SIGTERM, then SIGKILL after 5s). With
- * `manyFiles`, through bash raising its open files limit to the hard limit first (`ulimit -n`), for
- * a process holding thousands of sockets; with `pipes`, its stdin and stdout are piped.
- */
-function startDeno(
-  stack: AsyncDisposableStack,
-  args: string[],
-  env: Record<string, string> = {},
-  options: { manyFiles?: boolean; pipes?: boolean } = {},
-) {
-  const [cmd, cmdArgs] = options.manyFiles
-    ? ["bash", ["-c", 'ulimit -n "$(ulimit -Hn)" && exec "$@"', "bash", Deno.execPath(), ...args]]
-    : [Deno.execPath(), args];
-  const child = new Deno.Command(cmd, {
-    args: cmdArgs,
-    cwd: root,
-    env,
-    stdin: options.pipes ? "piped" : "null",
-    stdout: options.pipes ? "piped" : "null",
-    stderr: "inherit",
-  }).spawn();
-  let exited = false;
-  child.status.then(() => (exited = true));
-  const kill = (signal: Deno.Signal) => {
-    try {
-      child.kill(signal);
-    } catch {
-      // it has already stopped
-    }
-  };
-  stack.defer(async () => {
-    kill("SIGTERM");
-    const timer = setTimeout(() => kill("SIGKILL"), 5000);
-    await child.status;
-    clearTimeout(timer);
-  });
-  return { hasExited: () => exited, pid: child.pid, child };
-}
-
-/** Waits until `url` answers 2xx, at most 30s; fails early if the server has stopped. */
-async function waitReady(url: string, server: { hasExited(): boolean }): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (interrupt.signal.aborted) throw new BenchError("interrupted");
-    if (server.hasExited()) throw new BenchError(`the server behind ${url} stopped`);
-    try {
-      const response = await fetch(url, { signal: bounded(1000) });
-      await response.body?.cancel();
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new BenchError(`${url} did not answer within 30s`);
-}
-
 async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
   const helloPort = freePort();
   const hello = `http://127.0.0.1:${helloPort}`;
@@ -782,8 +690,14 @@ async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
     `${helloPort}`,
   ]);
   await waitReady(`${hello}/`, helloServer);
-  const svc = await startSvc(stack, { SVC_SIM_ANSWER_MS: "0", SVC_SIM_TALK_MS: "0", SVC_KV: kv });
-  return { ...svc, hello };
+  const inspector = Deno.env.get("BENCH_PROFILE") ? freePort() : undefined;
+  const svc = await startSvc(
+    stack,
+    { SVC_SIM_ANSWER_MS: "0", SVC_SIM_TALK_MS: "0", SVC_KV: kv },
+    "/health",
+    { inspector },
+  );
+  return { ...svc, hello, inspector };
 }
 
 /**
@@ -794,33 +708,15 @@ async function startSvc(
   stack: AsyncDisposableStack,
   env: Record<string, string>,
   readyPath = "/health",
-  options: { manyFiles?: boolean } = {},
+  options: { manyFiles?: boolean; inspector?: number } = {},
 ): Promise<Svc> {
-  const svcPort = freePort();
-  const svc = `http://127.0.0.1:${svcPort}`;
   const events = dialingReceiver();
   stack.defer(() => events.close());
-  const svcServer = startDeno(stack, ["run", "--allow-all", "main.ts"], {
-    SVC_EVENT_URL: events.url,
-    SVC_PORT: `${svcPort}`,
-    SVC_HOSTNAME: "127.0.0.1",
-    SVC_LOG_LEVEL: "warn",
-    SVC_ADMIN_LOGIN: admin.login,
-    SVC_ADMIN_PASSWORD: admin.password,
-    ...env,
-  }, options);
-  await waitReady(`${svc}${readyPath}`, svcServer);
-  const response = await fetch(`${svc}/svc/api/2.0/auth/webservice`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json" },
-    body: JSON.stringify(admin),
-    signal: bounded(10_000),
+  const svc = await startSvcProcess(stack, { SVC_EVENT_URL: events.url, ...env }, {
+    readyPath,
+    ...options,
   });
-  if (!response.ok) {
-    throw new BenchError(`admin login: ${response.status} ${await response.text()}`);
-  }
-  const { token } = await response.json();
-  return { svc, adminToken: token, events, pid: svcServer.pid };
+  return { ...svc, events };
 }
 
 /** One request through fetch, so a wrong target fails clearly instead of measuring errors. */
@@ -941,45 +837,99 @@ function printSockets(): void {
   }
 }
 
+/**
+ * The parts of the bench, in the order they run; `deno task bench <part>…` runs only those, and
+ * `--json` prints the figures as one JSON object at the end.
+ */
+const PARTS = [
+  "http",
+  "events",
+  "dial",
+  "ami",
+  "cti",
+  "writes",
+  "hashing",
+  "startup",
+  "memory",
+] as const;
+type Part = typeof PARTS[number];
+
+function chosenParts(args: string[]): { parts: Set<Part>; json: boolean } {
+  const named = args.filter((arg) => !arg.startsWith("--"));
+  const unknown = named.filter((name) => !(PARTS as readonly string[]).includes(name));
+  if (unknown.length) {
+    throw new BenchError(`unknown part ${unknown.join(", ")}: choose among ${PARTS.join(", ")}`);
+  }
+  return {
+    parts: new Set(named.length ? named as Part[] : PARTS),
+    json: args.includes("--json"),
+  };
+}
+
 async function main(): Promise<void> {
-  if (Deno.args[0] === "cti") { // `deno task bench cti`: the CTI socket part alone
-    await ctiSockets();
-    printSockets();
-    return;
-  }
-  await ensureWrk();
+  const { parts, json } = chosenParts(Deno.args);
   await using stack = new AsyncDisposableStack();
-  const servers = await startServers(stack);
-  console.log(
-    `wrk -t${threads} -c${connections} -d${seconds}s --latency on 127.0.0.1; SVC_KV=${kv}`,
-  );
   const results = [];
-  for (const scenario of scenarios) {
-    const target = await scenario.setup(servers);
-    await probe(target);
-    console.log(`- ${scenario.name}`);
-    results.push({ name: scenario.name, figures: await wrk(target) });
+  /** The figures of the parts that report rows (writes, startup, memory, the http targets). */
+  const rows: Row[] = [];
+  const servers = parts.has("http") || parts.has("dial") ? await startServers(stack) : null;
+  if (servers && parts.has("http")) {
+    await ensureWrk();
+    console.log(
+      `wrk -t${threads} -c${connections} -d${seconds}s --latency on 127.0.0.1; SVC_KV=${kv}`,
+    );
+    for (const scenario of scenarios) {
+      const target = await scenario.setup(servers);
+      await probe(target);
+      console.log(`- ${scenario.name}`);
+      const stopProfile = servers.inspector ? await startProfile(servers.inspector) : null;
+      results.push({ name: scenario.name, notArea: scenario.notArea, figures: await wrk(target) });
+      if (stopProfile) console.log(await stopProfile());
+    }
+    rows.push(...httpTargets(results));
   }
-  console.log("- events delivered per second to a local receiver");
-  await eventDelivery();
-  console.log("- from POST /dial/number to the first event");
-  await dialLatency(servers);
-  console.log("- the same on the Asterisk adapter, against the replayed AMI session");
-  await asteriskDialLatency(stack);
-  console.log("- AMI parser throughput");
-  const parsed = await amiParserBench();
-  for (const { name, count, ms } of parsed) rates.push({ name: `AMI ${name}`, count, ms });
-  // the delays suffer from whatever else runs on the machine: say how busy it was
-  const load = Deno.loadavg()[0]!.toFixed(2);
-  console.log(
-    `- CTI sockets: ${CTI_SOCKETS.toLocaleString("en-US")} idle, then fan-out to 1,000 of them ` +
-      `(load average ${load} before)`,
-  );
-  await ctiSockets();
-  console.log("- password hashing: imports with and without passwords, a login storm");
-  const hashing = await hashingBench();
+  if (parts.has("events")) {
+    console.log("- events delivered per second to a local receiver");
+    await eventDelivery();
+  }
+  if (servers && parts.has("dial")) {
+    console.log("- from POST /dial/number to the first event");
+    await dialLatency(servers);
+    console.log("- the same on the Asterisk adapter, against the replayed AMI session");
+    await asteriskDialLatency(stack);
+  }
+  if (parts.has("ami")) {
+    console.log("- AMI parser throughput");
+    const parsed = await amiParserBench();
+    for (const { name, count, ms } of parsed) rates.push({ name: `AMI ${name}`, count, ms });
+  }
+  if (parts.has("cti")) {
+    // the delays suffer from whatever else runs on the machine: say how busy it was
+    const load = Deno.loadavg()[0]!.toFixed(2);
+    console.log(
+      `- CTI sockets: ${CTI_SOCKETS.toLocaleString("en-US")} idle, then fan-out to 1,000 of them ` +
+        `(load average ${load} before)`,
+    );
+    await ctiSockets();
+  }
+  if (parts.has("writes")) {
+    console.log(`- DND changes per second (load average ${Deno.loadavg()[0]!.toFixed(2)} before)`);
+    rows.push(...await writesBench(kv));
+  }
+  if (parts.has("hashing")) {
+    console.log("- password hashing: imports with and without passwords, a login storm");
+    rows.push(...await hashingBench());
+  }
+  if (parts.has("startup")) {
+    console.log(`- cold start and idle RSS (load average ${Deno.loadavg()[0]!.toFixed(2)} before)`);
+    rows.push(...await startupBench());
+  }
+  if (parts.has("memory")) {
+    console.log("- RSS after 10,000 malformed requests");
+    rows.push(...await memoryBench());
+  }
   console.log();
-  printTable(results);
+  if (results.length) printTable(results);
   console.log();
   for (const { name, ms } of timings) console.log(`${name}: ${(ms / 1000).toFixed(2)} s`);
   for (const { name, p50, p90 } of latencies) {
@@ -990,47 +940,58 @@ async function main(): Promise<void> {
     console.log(`${name}: ${perSecond}/s (${(ms / 1000).toFixed(2)} s)`);
   }
   printSockets();
-  printRows(hashing);
-  if (Deno.args.includes("--json")) printJson(results, hashing);
+  printRows(rows);
+  if (json) {
+    console.log(JSON.stringify({
+      date: new Date().toISOString(),
+      cores: navigator.hardwareConcurrency,
+      wrk: results,
+      timings,
+      latencies,
+      rates,
+      memory,
+      rows,
+    }));
+  }
   const failed = results.filter(({ figures }) => figures.errors > 0);
   if (failed.length > 0) {
     throw new BenchError(`errors during ${failed.map(({ name }) => name).join(", ")}`);
   }
 }
 
-/** Every figure as one JSON line, `{"results": [...]}`, in the shape of `bench/report.ts`. */
-function printJson(wrkResults: { name: string; figures: Figures }[], rows: BenchRow[]): void {
-  const results: (BenchRow | Record<string, unknown>)[] = [
-    ...wrkResults.map(({ name, figures }) => ({
-      name,
-      value: figures.requestsPerSec,
-      unit: "/s",
-      ...figures,
-    })),
-    ...timings.map(({ name, ms }) => ({ name, value: ms / 1000, unit: "s" })),
-    ...latencies.map(({ name, p50, p90 }) => ({ name, value: p50, unit: "ms", p90 })),
-    ...rates.map(({ name, count, ms }) => ({ name, value: count / ms * 1000, unit: "/s" })),
-    ...memory.map(({ name, heldKb, startKb, sockets }) => ({
-      name,
-      value: heldKb,
-      unit: "KiB",
-      startKb,
-      sockets,
-    })),
-    ...fanouts.map(({ name, samples }) => ({
-      name,
-      value: samples.toSorted((a, b) => a - b)[Math.floor(0.99 * (samples.length - 1))] ?? 0,
-      unit: "ms p99",
-    })),
-    ...rows,
-  ];
-  console.log(
-    JSON.stringify({
-      date: new Date().toISOString(),
-      cores: navigator.hardwareConcurrency,
-      results,
-    }),
+/**
+ * The targets of the wrk table: the contacts list at 50 % of the bare hello world at least, and
+ * every other area within 2× of it (at half its requests per second at least).
+ */
+function httpTargets(results: { name: string; notArea?: boolean; figures: Figures }[]): Row[] {
+  const [bare, ...rest] = results;
+  const areas = rest.filter(({ notArea }) => !notArea);
+  const contacts = areas.find(({ name }) => name.startsWith("GET /svc/api/2.0/contact/personal"));
+  if (!bare || !contacts) return [];
+  const ratio = contacts.figures.requestsPerSec / bare.figures.requestsPerSec * 100;
+  const slowest = areas.reduce((a, b) =>
+    a.figures.requestsPerSec < b.figures.requestsPerSec ? a : b
   );
+  const slowestShare = slowest.figures.requestsPerSec / contacts.figures.requestsPerSec * 100;
+  return [
+    {
+      name: `${contacts.name} vs ${bare.name} (same wrk run)`,
+      value: ratio,
+      unit: "%",
+      baseline: { name: bare.name, value: 100 },
+      target: { text: "≥ 50 %", met: ratio >= 50 },
+      detail: `${Math.round(contacts.figures.requestsPerSec)} vs ${
+        Math.round(bare.figures.requestsPerSec)
+      } req/s`,
+    },
+    {
+      name: `slowest area (${slowest.name}) vs the contacts list`,
+      value: slowestShare,
+      unit: "%",
+      baseline: { name: contacts.name, value: 100 },
+      target: { text: "≥ 50 % (within 2×)", met: slowestShare >= 50 },
+    },
+  ];
 }
 
 const onSignal = () => interrupt.abort();

@@ -5,7 +5,7 @@
  * limited to 1 MiB. There are no tokens: the address is the credential.
  */
 import { Hono } from "hono";
-import { type AppEnv, limitBody, MiB } from "../lib/http.ts";
+import { type AppEnv, BODY_METHODS, limitBody, MiB } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { agentRoutes } from "./agents.ts";
 import { allowedClients } from "./client_address.ts";
@@ -16,7 +16,7 @@ import { userRoutes } from "./users.ts";
 export function legacyRoutes(services: Services) {
   return new Hono<AppEnv>()
     .use(allowedClients(services.config))
-    .use(limitBody(() => MiB))
+    .on(BODY_METHODS, "*", limitBody(() => MiB))
     .route("/", userRoutes(services))
     .route("/", dialRoutes(services))
     .route("/", agentRoutes(services))

@@ -62,7 +62,7 @@ type ControlDeps = UserServicesDeps & { platform: Pick<Platform, "reachable"> };
 /** Sets `user`'s DND; a user deleted meanwhile answers 400 `UserNotFound`. */
 export async function changeDnd(deps: ControlDeps, user: UserRecord, state: boolean) {
   needPlatform(deps.platform);
-  await changed(user.username ?? String(user.id), setDnd(deps, user.id, state));
+  await changed(user.username ?? String(user.id), setDnd(deps, user, state));
 }
 
 /**
@@ -77,7 +77,7 @@ export async function changeForward(
 ): Promise<void> {
   needPlatform(deps.platform);
   try {
-    await changed(user.username ?? String(user.id), setForward(deps, user.id, kind, change));
+    await changed(user.username ?? String(user.id), setForward(deps, user, kind, change));
   } catch (error) {
     if (error instanceof InvalidUserServices) throw new ApiError(400, "BadRequest", error.message);
     throw error;

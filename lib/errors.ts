@@ -20,9 +20,22 @@ export class ApiError extends Error {
     message: string,
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
+    super(withoutStack(message));
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = "ApiError";
   }
+}
+
+const stackTraceLimit = Error.stackTraceLimit;
+
+/**
+ * `message`, with the stack trace of the error being built turned off: an {@link ApiError} is an
+ * answer, never logged with its stack, and capturing one for every refused request cost time and
+ * memory (frames kept until the error is collected).
+ */
+function withoutStack(message: string): string {
+  Error.stackTraceLimit = 0;
+  return message;
 }
 
 /**

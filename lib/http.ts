@@ -69,6 +69,12 @@ const tooLarge = (maxSize: number) =>
   new ApiError(413, "PayloadTooLarge", `request body is larger than ${maxSize} bytes`);
 
 /**
+ * The methods whose requests {@link limitBody} reads: mounted for these only, a `GET` skips it
+ * (a body it might carry is never read).
+ */
+export const BODY_METHODS = ["POST", "PUT", "PATCH", "DELETE"];
+
+/**
  * Reads the request body once, whole, before any route: the one place a body is read from the
  * connection, so that no route meets a connection that broke.
  *
@@ -81,7 +87,7 @@ const tooLarge = (maxSize: number) =>
  *   `json()`, `arrayBuffer()`, `raw.formData()`, a clone) reads them without I/O and cannot fail.
  *
  * @example
- * app.use(limitBody(() => MiB));
+ * app.on(BODY_METHODS, "*", limitBody(() => MiB));
  */
 export function limitBody(maxBytes: (c: Context) => number): MiddlewareHandler {
   return async (c, next) => {

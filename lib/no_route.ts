@@ -8,14 +8,22 @@ import { TrieRouter } from "hono/router/trie-router";
 
 const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
+/**
+ * Whether an entry of Hono's route table is a step before the routes, not a route: one for every
+ * method (`ALL`: the `use` middleware and the areas' unknown-path answers) or for every path below
+ * a prefix (`*`, e.g. the body limit on the methods that carry a body). No route has a wildcard.
+ */
+export const isMiddlewareEntry = (route: { method: string; path: string }) =>
+  route.method === "ALL" || route.path.endsWith("*");
+
 /** The methods each path of an app's route table answers. */
 export class RouteMethods {
   readonly #router = new TrieRouter<string>();
 
-  /** `routes`: the app's table (`app.routes`); middlewares (`ALL`) are not routes. */
+  /** `routes`: the app's table (`app.routes`); middleware entries are not routes. */
   constructor(routes: readonly { method: string; path: string }[]) {
-    for (const { method, path } of routes) {
-      if (method !== "ALL") this.#router.add(method, path, method);
+    for (const route of routes) {
+      if (!isMiddlewareEntry(route)) this.#router.add(route.method, route.path, route.method);
     }
   }
 

@@ -3,13 +3,12 @@
  * (`/dnd`, `/forward/{kind}`) and by the configuration daemon (`/1.1/users/{id}/services`,
  * `/forwards`), so both views always agree (decisions §5) and every change is told the same way:
  *
- * 1. the user record changes in one transaction (the record is the source of truth);
- * 2. when DND or a forward actually changed, one `UserConfigUpdate` is published (decisions §7);
- * 3. the platform is told (`userServicesChanged`), even when nothing changed: the call is
- *    idempotent, so a client retrying after a failed step 3 brings the platform back in line.
- *
- * The event is published after the record is committed, not in the same atomic operation (the
- * event export owns its own commit): a crash between both loses that one event, never the change.
+ * 1. the user record changes in one transaction (the record is the source of truth) and, when DND
+ *    or a forward actually changed, one `UserConfigUpdate` is published (decisions §7) in the same
+ *    atomic operation: the change and its event are durable together, or not at all, and a
+ *    change costs one commit;
+ * 2. the platform is told (`userServicesChanged`), even when nothing changed: the call is
+ *    idempotent, so a client retrying after a failed step 2 brings the platform back in line.
  */
 import type { EventExport } from "./events/export.ts";
 import { userConfigMessage } from "./events/messages.ts";
@@ -27,7 +26,7 @@ import {
 /** What a change needs from the services. */
 export interface UserServicesDeps {
   store: Store;
-  events: Pick<EventExport, "publish">;
+  events: Pick<EventExport, "stage" | "committed">;
   platform: Pick<Platform, "userServicesChanged">;
 }
 
@@ -63,85 +62,86 @@ export interface UserServicesResult {
 }
 
 /**
- * Sets the user's DND; answers null when there is no user `userId`.
+ * Sets the user's DND; answers null when there is no such user. `user` is its id, or its record
+ * as read from the store (the change's transaction starts from it: one read less).
  *
  * @example
  * await setDnd(services, alice.id, true);
  */
 export function setDnd(
   deps: UserServicesDeps,
-  userId: number,
+  user: number | UserRecord,
   enabled: boolean,
 ): Promise<UserServicesResult | null> {
-  return setService(deps, userId, "dnd", enabled);
+  return setService(deps, user, "dnd", enabled);
 }
 
 /**
- * Sets one of the user's services (`dnd`, `incallfilter`); answers null when there is no user
- * `userId`. Only DND is part of the `UserConfigUpdate` event.
+ * Sets one of the user's services (`dnd`, `incallfilter`); answers null when there is no such
+ * user (`user`: see {@link setDnd}). Only DND is part of the `UserConfigUpdate` event.
  */
 export function setService(
   deps: UserServicesDeps,
-  userId: number,
+  user: number | UserRecord,
   service: ServiceName,
   enabled: boolean,
 ): Promise<UserServicesResult | null> {
-  return changeUser(deps, userId, (user) => ({
-    ...user,
-    services: { ...user.services, [service]: { enabled } },
+  return changeUser(deps, user, (record) => ({
+    ...record,
+    services: { ...record.services, [service]: { enabled } },
   }));
 }
 
 /**
  * Sets several services at once (the daemon's `PUT /users/{id}/services`), in one transaction;
- * services left out keep their state. Answers null when there is no user `userId`.
+ * services left out keep their state. Answers null when there is no such user (`user`: see {@link setDnd}).
  */
 export function setServices(
   deps: UserServicesDeps,
-  userId: number,
+  user: number | UserRecord,
   changes: Partial<Record<ServiceName, boolean>>,
 ): Promise<UserServicesResult | null> {
-  return changeUser(deps, userId, (user) => {
-    const services = { ...user.services };
+  return changeUser(deps, user, (record) => {
+    const services = { ...record.services };
     for (const [service, enabled] of Object.entries(changes)) {
       services[service as ServiceName] = { enabled };
     }
-    return { ...user, services };
+    return { ...record, services };
   });
 }
 
 /**
  * Changes one forward; an enabled forward needs a destination ({@link InvalidUserServices}).
- * Answers null when there is no user `userId`.
+ * Answers null when there is no such user (`user`: see {@link setDnd}).
  *
  * @example
  * await setForward(services, alice.id, "busy", { enabled: true, destination: "1002" });
  */
 export function setForward(
   deps: UserServicesDeps,
-  userId: number,
+  user: number | UserRecord,
   kind: ForwardKind,
   change: ForwardChange,
 ): Promise<UserServicesResult | null> {
-  return setForwards(deps, userId, { [kind]: change });
+  return setForwards(deps, user, { [kind]: change });
 }
 
 /**
  * Changes several forwards at once (the daemon's `PUT /users/{id}/forwards`), all or none:
- * one event for the whole change. Answers null when there is no user `userId`.
+ * one event for the whole change. Answers null when there is no such user (`user`: see {@link setDnd}).
  */
 export function setForwards(
   deps: UserServicesDeps,
-  userId: number,
+  user: number | UserRecord,
   changes: Partial<Record<ForwardKind, ForwardChange>>,
 ): Promise<UserServicesResult | null> {
-  return changeUser(deps, userId, (user) => {
-    const forwards = { ...user.forwards };
+  return changeUser(deps, user, (record) => {
+    const forwards = { ...record.forwards };
     for (const kind of FORWARD_KINDS) {
       const change = changes[kind];
       if (change) forwards[kind] = applyForward(kind, forwards[kind], change);
     }
-    return { ...user, forwards };
+    return { ...record, forwards };
   });
 }
 
@@ -172,28 +172,36 @@ function applyForward(kind: ForwardKind, current: Forward, change: ForwardChange
 }
 
 /**
- * The three steps of the module's description, around `change`; an error `change` throws leaves
+ * The steps of the module's description, around `change`; an error `change` throws leaves
  * everything as it was.
  */
 async function changeUser(
   deps: UserServicesDeps,
-  userId: number,
+  who: number | UserRecord,
   change: (user: UserRecord) => UserRecord,
 ): Promise<UserServicesResult | null> {
+  const userId = typeof who === "number" ? who : who.id;
+  let known = typeof who === "number" ? null : who;
   const result = await transact(deps.store, async (tx) => {
-    const before = await tx.get(users, userId);
+    // the first attempt starts from the record the caller read (checked at commit); a retry reads
+    const before = known ? await tx.reuse(users, known) : await tx.get(users, userId);
+    known = null;
     if (!before) return null;
     const after = change(before);
     const changed = !sameServices(before, after);
     if (changed) tx.put(users, after);
-    return { before, user: changed ? after : before, changed };
+    const user = changed ? after : before;
+    const message = userConfigMessage(user);
+    // a new set of ids at each attempt: those of an attempt that lost are never written
+    const staged = JSON.stringify(message) === JSON.stringify(userConfigMessage(before))
+      ? null
+      : deps.events.stage([message]);
+    if (staged) tx.also(staged.add);
+    return { user, changed, staged };
   });
   if (!result) return null;
-  const { before, user, changed } = result;
-  const message = userConfigMessage(user);
-  if (JSON.stringify(message) !== JSON.stringify(userConfigMessage(before))) {
-    await deps.events.publish([message]);
-  }
+  const { user, changed, staged } = result;
+  if (staged) deps.events.committed(staged);
   await deps.platform.userServicesChanged(user);
   return { user, changed };
 }

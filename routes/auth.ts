@@ -85,9 +85,14 @@ export function authRoutes(services: Services) {
     else if (status >= 400 && status < 500) metrics.login("cti", method, "refused");
   };
 
-  /** Issues a token; a CTI user becomes connected for the token's lifetime. */
-  async function tokenResult(identity: Identity) {
-    const { token, ttl } = await tokens.issue(identity);
+  /**
+   * Issues a token (or, for `/auth/check`, the renewal of `presented`); a CTI user becomes
+   * connected for the token's lifetime.
+   */
+  async function tokenResult(identity: Identity, presented?: string) {
+    const { token, ttl } = presented === undefined
+      ? await tokens.issue(identity)
+      : await tokens.renew(presented, identity);
     if (identity.userType === "cti") {
       const now = clock.now();
       await markConnected(store, Number(identity.userId), now, now + ttl * 1000);
@@ -147,13 +152,14 @@ export function authRoutes(services: Services) {
           401: "`InvalidToken`, `TokenExpired`, `UserNotFound`",
         },
       }, async (c) => {
-        const identity = await tokens.verify(readToken(c));
+        const presented = readToken(c);
+        const identity = await tokens.verify(presented);
         const id = Number(identity.userId);
         const user = identity.userType === "cti"
           ? await getUser(store, id)
           : await getWebServiceUser(store, id);
         if (!user) throw new ApiError(401, "UserNotFound", "the token's user no longer exists");
-        return c.json(await tokenResult(identity));
+        return c.json(await tokenResult(identity, presented));
       }),
     )
     .get(

@@ -203,10 +203,10 @@ interface Derived {
   /** Each sorted contact's list view entry, without its status. */
   entries: { entry: string[]; contact_id: string; number: string }[];
   /**
-   * The list view's text for the statuses of `signature`, read at the platform's status `version`,
-   * kept for the next request.
+   * The list view's body for the statuses of `signature`, read at the platform's status `version`,
+   * kept for the next request (as UTF-8 bytes: nothing to encode per answer).
    */
-  body?: { version: number | null; signature: string; json: string };
+  body?: { version: number | null; signature: string; bytes: Uint8Array<ArrayBuffer> };
 }
 
 const derivedViews = new WeakMap<readonly ContactRecord[], Derived>();
@@ -240,9 +240,26 @@ type Statuses = Map<string, PhoneStatus>;
  * The list view (spec "Personal contact list view"), `status` from the platform. The user's
  * contacts come from `recentContacts` (no read) or `currentContacts` (one read, shared); the
  * statuses from one platform call (shared with the list views asked meanwhile), skipped while the
- * platform's status version says none changed since the kept answer.
+ * platform's status version says none changed since the kept answer. Not async: a list kept and
+ * still current is answered at once, without a promise (the hot path).
  */
-async function listView(
+function listView(
+  services: Services,
+  phoneStatuses: (numbers: Iterable<string>) => Promise<Statuses>,
+  userId: number,
+): Response | Promise<Response> {
+  const { store, platform } = services;
+  const recent = recentContacts(store, userId);
+  if (recent) {
+    const body = derive(recent).body;
+    const version = platform.phoneStatusVersion();
+    if (body && version !== null && body.version === version) return jsonResponse(body.bytes);
+  }
+  return freshListView(services, phoneStatuses, userId);
+}
+
+/** The list view after reading what may have changed: the contacts, the statuses. */
+async function freshListView(
   services: Services,
   phoneStatuses: (numbers: Iterable<string>) => Promise<Statuses>,
   userId: number,
@@ -256,21 +273,26 @@ async function listView(
     const statuses = derived.numbers.length ? await phoneStatuses(derived.numbers) : new Map();
     // the text changes only with the contacts (a new `derived`) or a status: reuse it
     const signature = derived.numbers.map((number) => statuses.get(number) ?? -2).join(",");
-    let json = body?.json;
-    if (json === undefined || body?.signature !== signature) {
-      json = JSON.stringify({
+    let bytes = body?.bytes;
+    if (bytes === undefined || body?.signature !== signature) {
+      bytes = encoder.encode(JSON.stringify({
         headers: LIST_HEADERS,
         entries: derived.entries.map(({ entry, contact_id, number }) => ({
           status: statuses.get(number) ?? -2,
           entry,
           contact_id,
         })),
-      });
+      }));
     }
-    body = derived.body = { version, signature, json };
+    body = derived.body = { version, signature, bytes };
   }
-  return new Response(body.json, { headers: JSON_HEADERS });
+  return jsonResponse(body.bytes);
 }
+
+const encoder = new TextEncoder();
+
+const jsonResponse = (bytes: Uint8Array<ArrayBuffer>) =>
+  new Response(bytes, { headers: JSON_HEADERS });
 
 const JSON_HEADERS = { "Content-Type": "application/json" };
 

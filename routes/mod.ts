@@ -2,7 +2,14 @@
 import { Hono } from "hono";
 import { CachedRouter } from "../lib/cached_router.ts";
 import { cors } from "../lib/cors.ts";
-import { apiErrorHandler, type AppEnv, limitBody, MiB, requestLog } from "../lib/http.ts";
+import {
+  apiErrorHandler,
+  type AppEnv,
+  BODY_METHODS,
+  limitBody,
+  MiB,
+  requestLog,
+} from "../lib/http.ts";
 import { requestMetrics } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
 import { agentdRootRoutes, agentdRoutes } from "../daemons/agentd/mod.ts";
@@ -44,7 +51,11 @@ export const API_V1 = "/svc/api/1.0";
 export function createApp(services: Services) {
   const v2 = new Hono<AppEnv>();
   // a CSV import may be up to 10 MiB (decisions §3, §11); every other body 1 MiB
-  v2.use(limitBody((c) => CSV_IMPORTS.some((path) => c.req.path.endsWith(path)) ? 10 * MiB : MiB));
+  v2.on(
+    BODY_METHODS,
+    "*",
+    limitBody((c) => CSV_IMPORTS.some((path) => c.req.path.endsWith(path)) ? 10 * MiB : MiB),
+  );
   v2.route("/", authRoutes(services));
   v2.route("/", contactRoutes(services));
   v2.route("/", callQualificationRoutes(services));
@@ -63,7 +74,8 @@ export function createApp(services: Services) {
   app.use(requestLog(services.logger));
   app.use(requestMetrics(services.metrics));
   // before any guard: a preflight carries no token; on every answer of every area, errors included
-  app.use(cors(services.config.corsOrigins));
+  // (none at all without allowed origins: not even a step that does nothing)
+  if (services.config.corsOrigins.length) app.use(cors(services.config.corsOrigins));
   app.route("/", healthRoutes(services));
   // the OpenAPI documents of this app's routes, generated on first request (docs/openapi.md):
   // before the areas, whose unknown-path answers would take their paths

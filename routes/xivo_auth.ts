@@ -26,7 +26,14 @@ import { authenticate } from "../lib/auth/authenticate.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
 import type { Clock } from "../lib/clock.ts";
 import { ApiError, IncompleteBody, Unreachable } from "../lib/errors.ts";
-import { type AppEnv, limitBody, logUnreachable, MiB, storeLimitError } from "../lib/http.ts";
+import {
+  type AppEnv,
+  BODY_METHODS,
+  limitBody,
+  logUnreachable,
+  MiB,
+  storeLimitError,
+} from "../lib/http.ts";
 import type { Logger } from "../lib/log.ts";
 import type { NoRouteOf } from "../lib/no_route.ts";
 import type { Services } from "../lib/services.ts";
@@ -290,7 +297,7 @@ export function xivoAuthRoutes(services: Services, noRoute: NoRouteOf) {
   }
 
   const app = new Hono<AppEnv>();
-  app.use(limitBody(() => MiB));
+  app.on(BODY_METHODS, "*", limitBody(() => MiB));
   app
     .post("/token", async (c) => {
       const request = tokenRequest(await c.req.text(), config.tokenTtl);

@@ -13,6 +13,7 @@
  */
 import fc from "fast-check";
 import { bodyText, login, setup, type TestContext, webServiceUser } from "./helpers.ts";
+import { isMiddlewareEntry } from "../lib/no_route.ts";
 
 /** The client address of every request; the 1.0 API allows it. */
 const CLIENT = "192.0.2.10";
@@ -818,10 +819,10 @@ const body = (known: string[], valid: Body[]): fc.Arbitrary<FuzzBody> =>
 /** A route of the app: its method and its path template. */
 export type Route = readonly [method: string, path: string];
 
-/** Every route of `app` once (the table lists a route once per handler), `ALL` ones aside. */
+/** Every route of `app` once (the table lists a route once per handler), middleware aside. */
 export function routeTable(ctx: TestContext): Route[] {
   const routes = ctx.app.routes
-    .filter((route) => route.method !== "ALL")
+    .filter((route) => !isMiddlewareEntry(route))
     .map((route): Route => [route.method, route.path]);
   return [...new Map(routes.map((route) => [route.join(" "), route])).values()];
 }

@@ -4,6 +4,7 @@
  * is a success or an error in the API's documented form, never a 500.
  */
 import { bodyText, type TestContext } from "./helpers.ts";
+import { isMiddlewareEntry } from "../lib/no_route.ts";
 
 /** Path values no route expects: zero, a word, out of range, negative, dots, encoded dots. */
 export const ODD_VALUES = ["0", "abc", "99999999999", "-1", "a.b", "%2e%2e"];
@@ -50,7 +51,7 @@ export type Route = readonly [method: string, path: string];
  */
 export function routesUnder(ctx: TestContext, prefix: string): Route[] {
   const routes = ctx.app.routes
-    .filter((route) => route.path.startsWith(prefix) && route.method !== "ALL")
+    .filter((route) => route.path.startsWith(prefix) && !isMiddlewareEntry(route))
     .map((route): Route => [route.method, route.path]);
   return [...new Map(routes.map((route) => [route.join(" "), route])).values()];
 }

@@ -6,7 +6,7 @@
  * agent (`/users/me/agents`) and the service status (`/status`).
  */
 import { type Context, Hono } from "hono";
-import { type AppEnv, limitBody, MiB } from "../../lib/http.ts";
+import { type AppEnv, BODY_METHODS, limitBody, MiB } from "../../lib/http.ts";
 import type { NoRouteOf } from "../../lib/no_route.ts";
 import type { Services } from "../../lib/services.ts";
 import { agentdErrorHandler } from "./errors.ts";
@@ -17,7 +17,7 @@ import { agentdAcl } from "./guard.ts";
 /** What is mounted at `/agents`. */
 export function agentdRoutes(services: Services, noRoute: NoRouteOf) {
   const app = new Hono<AppEnv>();
-  app.use(limitBody(() => MiB));
+  app.on(BODY_METHODS, "*", limitBody(() => MiB));
   app.route("/", agentRoutes(services));
   // an unknown path below /agents answers in the daemon's form too (matched after every route)
   app.all("*", unknownRoute(noRoute));
@@ -32,7 +32,7 @@ export function agentdRoutes(services: Services, noRoute: NoRouteOf) {
 export function agentdRootRoutes(services: Services, noRoute: NoRouteOf) {
   const me = "/users/me/agents";
   const app = new Hono<AppEnv>();
-  app.use(`${me}/*`, limitBody(() => MiB));
+  app.on(BODY_METHODS, `${me}/*`, limitBody(() => MiB));
   app.get("/status", agentdAcl(services.tokens, "agentd.status.read"), serviceStatus(services));
   app.route(me, userAgentRoutes(services));
   app.all(`${me}/*`, unknownRoute(noRoute));

@@ -4,8 +4,8 @@
  * with lines cannot be deleted. The GET `associate_line`/`dissociate_line` routes were removed
  * (16.03) and answer 404.
  */
-import { isIP } from "node:net";
 import { z } from "zod";
+import { canonicalAddress } from "../../lib/ip_address.ts";
 import type { Services } from "../../lib/services.ts";
 import { type DeviceRecord, devices, newDeviceId, normalizeMac } from "../../lib/store/devices.ts";
 import type { Transaction } from "../../lib/store/records.ts";
@@ -22,7 +22,9 @@ const schema = z.object({
     })
     .transform((mac) => mac === null ? null : normalizeMac(mac))
     .optional(),
-  ip: text(39).refine((ip) => ip === null || isIP(ip) !== 0, { message: "Not a valid IP address." })
+  ip: text(39).refine((ip) => ip === null || canonicalAddress(ip) !== null, {
+    message: "Not a valid IP address.",
+  })
     .optional(),
   sn: text(128).optional(),
   vendor: text(128).optional(),

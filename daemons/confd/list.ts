@@ -21,6 +21,10 @@ const CONTROLS = new Set([
   "recurse",
 ]);
 
+/** A query paging with `skip` alone: answered with `Deprecation: true`. */
+const deprecatedSkip = (query: Record<string, string>) =>
+  query.offset === undefined && query.skip !== undefined;
+
 /** Lower case without accents, for case- and accent-insensitive search. */
 export function fold(text: string): string {
   return text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
@@ -101,7 +105,7 @@ export function listItems<T extends object, V = T>(
     matches = [...matches].reverse();
   }
   const offsetRaw = query.offset ?? query.skip;
-  if (query.offset === undefined && query.skip !== undefined) c.header("Deprecation", "true");
+  if (deprecatedSkip(query)) c.header("Deprecation", "true");
   const offset = offsetRaw === undefined ? 0 : nonNegative("offset", offsetRaw, 0);
   const limit = query.limit === undefined ? undefined : nonNegative("limit", query.limit, 1);
   const page = matches.slice(offset, limit === undefined ? undefined : offset + limit);
@@ -109,4 +113,35 @@ export function listItems<T extends object, V = T>(
     total: matches.length,
     items: options.view ? page.map(options.view) : page as unknown as V[],
   };
+}
+
+/** Pages kept per list, by query string, while the list is the same array (see `listJson`). */
+const KEPT_PAGES = 32;
+const pages = new WeakMap<readonly object[], Map<string, Uint8Array<ArrayBuffer>>>();
+const encoder = new TextEncoder();
+
+/**
+ * {@link listItems} answered as JSON, for a list read from a collection's cache (the same array
+ * while the collection is unchanged): the text of each query is kept with that array, so a client
+ * asking the same page again (a dashboard polling) costs no paging, serialising or encoding. A write
+ * to the collection gives a new array, and the kept pages go with the old one.
+ *
+ * @example
+ * return listJson(c, await users.all(store), { fields: USER_FIELDS, search: SEARCHED, view });
+ */
+export function listJson<T extends object, V = T>(
+  c: Context,
+  items: T[],
+  options: Parameters<typeof listItems<T, V>>[2],
+): Response {
+  let kept = pages.get(items);
+  if (!kept) pages.set(items, kept = new Map());
+  const query = new URL(c.req.url).search;
+  let bytes = kept.get(query);
+  if (bytes === undefined) {
+    bytes = encoder.encode(JSON.stringify(listItems(c, items, options))); // sets Deprecation
+    if (kept.size >= KEPT_PAGES) kept.clear();
+    kept.set(query, bytes);
+  } else if (deprecatedSkip(c.req.query())) c.header("Deprecation", "true");
+  return c.body(bytes, 200, { "Content-Type": "application/json" });
 }

@@ -1,6 +1,6 @@
 /** The configuration daemon, API 1.1, mounted at `/1.1` (decisions §10). */
 import { Hono } from "hono";
-import { type AppEnv, limitBody, MiB } from "../../lib/http.ts";
+import { type AppEnv, BODY_METHODS, limitBody, MiB } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { userCsvRoutes } from "./users_csv.ts";
 import { jobRoutes } from "./jobs.ts";
@@ -55,7 +55,7 @@ const areas = [
 
 export function confdRoutes(services: Services) {
   const app = new Hono<AppEnv>();
-  app.use(limitBody((c) => bodyLimit(c.req.path)));
+  app.on(BODY_METHODS, "*", limitBody((c) => bodyLimit(c.req.path)));
   for (const routes of areas) app.route("/", routes(services));
   app.route("/", resourceRoutes(services, contextResource));
   app.onError(confdErrorHandler(services.logger));

@@ -36,7 +36,7 @@ import { fields, readBody } from "./body.ts";
 import { withConflicts } from "./crud.ts";
 import { inputError, notFound, resourceError } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
-import { listItems } from "./list.ts";
+import { listItems, listJson } from "./list.ts";
 
 const SERVICE_NAMES: readonly ServiceName[] = ["dnd", "incallfilter"];
 
@@ -253,9 +253,9 @@ export function userRoutes(services: Services) {
           search: ["firstname", "lastname", "email", "extension", "provisioning_code"],
         }));
       }
-      // the records hold every listed field, so only the page is turned into views
+      // the records hold every listed field, so only the page is turned into views (and kept)
       const all = await users.all(store);
-      return c.json(listItems(c, all, { fields: USER_FIELDS, search: SEARCHED, view: userView }));
+      return listJson(c, all, { fields: USER_FIELDS, search: SEARCHED, view: userView });
     })
     .post("/users", confdAcl(tokens, "confd.users.create"), async (c) => {
       const input = await readBody(c, userCreateSchema);

@@ -44,6 +44,12 @@ const claimsSchema = z.object({
 
 const invalidToken = (message: string) => new ApiError(403, "InvalidToken", message);
 
+/** The identity of `verified`, unless it has expired at `now` (403 `TokenExpired`). */
+function unexpired(verified: Verified, now: number): Readonly<Identity> {
+  if (now >= verified.expiresAt) throw new ApiError(403, "TokenExpired", "token expired");
+  return verified.identity;
+}
+
 /** A checked token: whom it speaks for (one object per token) and when it expires (ms). */
 interface Verified {
   identity: Readonly<Identity>;
@@ -53,6 +59,11 @@ interface Verified {
 /** How many verified tokens are remembered; the oldest is forgotten first. */
 const VERIFIED_CACHE_SIZE = 10_000;
 
+/** How long the renewal of a token is answered again to the same token (see `renew`). */
+export const RENEWAL_REUSE_MS = 1_000;
+/** Renewals remembered at most (they last a second: then all are forgotten). */
+const RENEWALS_KEPT = 1_000;
+
 /** Issues and verifies tokens with one HMAC key. */
 export class Tokens {
   /**
@@ -60,6 +71,8 @@ export class Tokens {
    * in a process, so a remembered answer cannot go stale; only the expiry is checked again.
    */
   readonly #verified = new Map<string, Verified>();
+  /** The latest renewal of each token presented to `renew`, and when it was made. */
+  readonly #renewals = new Map<string, { at: number; issued: IssuedToken }>();
 
   private constructor(
     private readonly key: CryptoKey,
@@ -107,16 +120,38 @@ export class Tokens {
   }
 
   /**
+   * A renewal of `presented` (`GET /auth/check`), a token for `identity`: the same one answered to
+   * the same presented token for {@link RENEWAL_REUSE_MS}, so that a client checking its token in
+   * a loop costs one signature a second, not one per check. Its expiry is then up to that much
+   * earlier than a token issued at the check.
+   */
+  async renew(presented: string, identity: Identity): Promise<IssuedToken> {
+    const now = this.clock.now();
+    const kept = this.#renewals.get(presented);
+    if (kept && now - kept.at < RENEWAL_REUSE_MS && now >= kept.at) return kept.issued;
+    const issued = await this.issue(identity);
+    if (this.#renewals.size >= RENEWALS_KEPT) this.#renewals.clear();
+    this.#renewals.set(presented, { at: now, issued });
+    return issued;
+  }
+
+  /**
    * Checks the signature, then the claims, then the expiry. Throws 403 `InvalidToken` (bad
    * signature, another algorithm, a missing claim or another `v`), 400 `InvalidJson` (a correctly
    * signed payload that is not JSON) or 403 `TokenExpired`.
    */
   async verify(token: string): Promise<Identity> {
-    const verified = this.#verified.get(token) ?? await this.#check(token);
-    if (this.clock.now() >= verified.expiresAt) {
-      throw new ApiError(403, "TokenExpired", "token expired");
-    }
-    return verified.identity;
+    return this.remembered(token) ?? unexpired(await this.#check(token), this.clock.now());
+  }
+
+  /**
+   * The identity of a token {@link verify} accepted before, without waiting (the hot path: no
+   * promise), or undefined for a token not seen yet (then call `verify`). An expired token
+   * throws 403 `TokenExpired`, as `verify` does.
+   */
+  remembered(token: string): Identity | undefined {
+    const verified = this.#verified.get(token);
+    return verified && unexpired(verified, this.clock.now());
   }
 
   /** When a token that {@link verify} accepted expires (ms). */

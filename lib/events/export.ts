@@ -27,11 +27,13 @@ import type { Logger } from "../log.ts";
 import type { Store } from "../store/store.ts";
 import type { EventMessage } from "./messages.ts";
 import {
+  addEvents,
   applyPassWrites,
   countDeadLetters,
   countOutbox,
   deadLetters,
   EventIds,
+  type EventTargets,
   idFrom,
   idTime,
   type LastError,
@@ -120,6 +122,22 @@ export const MIN_LOG_MS = 60_000;
 /** Told of events as soon as this process has made them durable, in publish order. */
 export type WrittenListener = (entries: LogEntry[]) => void;
 
+/**
+ * Events given their ids for the atomic operation of the change causing them ({@link
+ * EventExport.stage}): `add` puts their writes in that operation.
+ */
+export interface StagedEvents {
+  entries: OutboxEntry[];
+  add(op: Deno.AtomicOperation): void;
+}
+
+/** A publication waiting for the write running before it. */
+interface QueuedWrite {
+  messages: EventMessage[];
+  to: Omit<EventTargets, "writer">;
+  done: PromiseWithResolvers<void>;
+}
+
 /** Delays before the 1st, 2nd, … retry; the last one repeats. */
 export const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 /** An event still failing this long after its publication goes to the dead letters. */
@@ -143,6 +161,11 @@ const RESCAN_MS = 5_000;
  * that failed a few ms apart take one pass over the outbox, not one each.
  */
 const DUE_SLACK_MS = 250;
+/**
+ * How long a pass goes on reading the events published while it runs, before it ends (and lets
+ * the retries falling due meanwhile come in the next pass).
+ */
+const CONTINUE_MS = 1_000;
 /** Outbox entries read per store round trip in a pass. */
 const BATCH = 500;
 /** Users posted at the same time. */
@@ -199,8 +222,13 @@ export class EventExport {
   #closed = false;
   #client: Deno.HttpClient | null = null;
   #signingKey: Promise<CryptoKey> | null = null;
-  /** Publications, one after the other, so that ids become durable in their order. */
-  #publishing: Promise<unknown> = Promise.resolve();
+  /**
+   * Publications waiting for the write that runs (`#writing`): the next write takes them all at
+   * once (a group commit), so that ids become durable in their order and concurrent publications
+   * share commits.
+   */
+  readonly #queued: QueuedWrite[] = [];
+  #writing: Promise<void> | null = null;
   /** Passes of this process, one after the other (the lease is per process). */
   #passes: Promise<unknown> = Promise.resolve();
   /** The running background loop, if any; `#again` asks it for one more pass. */
@@ -227,12 +255,35 @@ export class EventExport {
    * Writes `messages` to the outbox (when a URL is set) and to the event log (for the retention,
    * {@link MIN_LOG_MS} at least), in atomic commits one after the other (499 events each at most
    * when both are written), each event with a new id sorting in publish order; resolves once they
-   * are durable, after the written listeners were told, then wakes up delivery.
+   * are durable, after the written listeners were told, then wakes up delivery. Publications made
+   * while a write runs are written together by the next one.
    */
   async publish(messages: EventMessage[]): Promise<void> {
     if (messages.length === 0) return;
-    const retentionMs = Math.max(this.options.retentionMs, MIN_LOG_MS);
-    await this.#write(messages, { toOutbox: this.options.url !== null, retentionMs });
+    await this.#write(messages, this.#targets());
+  }
+
+  /**
+   * Gives `messages` their ids for the atomic operation of the change causing them (decisions §7:
+   * the change and its events are durable together, or not at all): the answer's `add(op)` puts
+   * their writes in that operation. Once it is committed, call {@link committed}; a staged set
+   * never committed (its transaction ran again, with a new one) is simply dropped.
+   *
+   * @example
+   * const staged = events.stage([userConfigMessage(user)]);
+   * await store.commit((op) => { staged.add(op); return op.set(key, user); });
+   * events.committed(staged);
+   */
+  stage(messages: EventMessage[]): StagedEvents {
+    const targets = { ...this.#targets(), writer: this.#ids.suffix };
+    const entries = messages.map((event) => this.#entry(event));
+    return { entries, add: (op) => addEvents(op, entries, targets) };
+  }
+
+  /** Tells the listeners of events {@link stage}d and committed, and wakes up delivery. */
+  committed(staged: StagedEvents): void {
+    this.#tellWritten(staged.entries);
+    this.#kick();
   }
 
   /** Tells `listener` of every event this process publishes, once durable (the live feed). */
@@ -250,19 +301,49 @@ export class EventExport {
     return this.#ids.suffix;
   }
 
-  /** Writes `messages` under new ids, after any write still running, then wakes up delivery. */
-  async #write(messages: EventMessage[], to: { toOutbox: boolean; retentionMs: number }) {
-    const write = this.#publishing.then(async () => {
-      const entries = messages.map((event): OutboxEntry => {
-        const { id, ms } = this.#ids.next();
-        return { id, createdAt: ms, attempts: 0, dueAt: ms, lastError: null, event };
-      });
-      await writeEvents(this.options.store, entries, { ...to, writer: this.#ids.suffix });
-      if (to.retentionMs > 0) this.#tellWritten(entries);
-    });
-    this.#publishing = write.catch(() => {});
-    await write;
+  /** Where published events go: the outbox with a URL, the log for the retention. */
+  #targets(): Omit<EventTargets, "writer"> {
+    return {
+      toOutbox: this.options.url !== null,
+      retentionMs: Math.max(this.options.retentionMs, MIN_LOG_MS),
+    };
+  }
+
+  /** A new outbox entry for `event`, under a new id. */
+  #entry(event: EventMessage): OutboxEntry {
+    const { id, ms } = this.#ids.next();
+    return { id, createdAt: ms, attempts: 0, dueAt: ms, lastError: null, event };
+  }
+
+  /** Writes `messages` under new ids, with the publications queued meanwhile, then wakes up delivery. */
+  async #write(messages: EventMessage[], to: Omit<EventTargets, "writer">): Promise<void> {
+    const done = Promise.withResolvers<void>();
+    this.#queued.push({ messages, to, done });
+    this.#writing ??= this.#drain();
+    await done.promise;
     this.#kick();
+  }
+
+  /** Writes the queued publications, those of the same targets together, until none is left. */
+  async #drain(): Promise<void> {
+    while (this.#queued.length) {
+      const { to } = this.#queued[0]!;
+      let count = 1;
+      while (
+        count < this.#queued.length && this.#queued[count]!.to.toOutbox === to.toOutbox &&
+        this.#queued[count]!.to.retentionMs === to.retentionMs
+      ) count++;
+      const batch = this.#queued.splice(0, count);
+      try {
+        const entries = batch.flatMap(({ messages }) => messages.map((m) => this.#entry(m)));
+        await writeEvents(this.options.store, entries, { ...to, writer: this.#ids.suffix });
+        if (to.retentionMs > 0) this.#tellWritten(entries);
+        for (const { done } of batch) done.resolve();
+      } catch (error) {
+        for (const { done } of batch) done.reject(error);
+      }
+    }
+    this.#writing = null;
   }
 
   /** Hands newly logged events to the written listeners; one throwing does not stop the others. */
@@ -522,9 +603,20 @@ export class EventExport {
         ? { from: idFrom(idTime(memo!.lastId) - RESCAN_MS) }
         : null;
       let lastId = followUp ? memo!.lastId : null;
+      // events published during the pass are read by the same pass, under the same lease, for up
+      // to `CONTINUE_MS`: a steady stream of events costs no lease commits per event
+      const more = () => {
+        if (!this.#again || clock.now() - started > CONTINUE_MS || stopped()) return false;
+        this.#again = false;
+        if (lastId !== null) start = { from: idFrom(idTime(lastId) - RESCAN_MS) };
+        return true;
+      };
       while (!stopped()) {
         const batch = await outboxBatch(store, start, BATCH);
-        if (batch.length === 0) break;
+        if (batch.length === 0) {
+          if (more()) continue;
+          break;
+        }
         lastId = batch.at(-1)!.id;
         start = { after: lastId };
         const now = clock.now();
@@ -596,7 +688,7 @@ export class EventExport {
           retried: writes.retried.length,
           deadLettered: writes.deadLettered.length,
         });
-        if (batch.length < BATCH) break;
+        if (batch.length < BATCH && !more()) break;
       }
       const complete = !stopped();
       this.#behind = !complete;

@@ -105,15 +105,17 @@ export function idFrom(ms: number): string {
 /** The writer (an {@link EventIds} suffix) of an event id. */
 export const idWriter = (id: string): string => id.slice(21);
 
-/**
- * Writes new events: to the outbox (when `toOutbox`) and the event log (when `retentionMs` > 0,
- * signalled as written by `writer`).
- */
-export async function writeEvents(
-  store: Store,
-  entries: OutboxEntry[],
-  { toOutbox, retentionMs, writer }: { toOutbox: boolean; retentionMs: number; writer: string },
-): Promise<void> {
+/** Where new events go: the outbox (with a URL), the event log (for the retention). */
+export interface EventTargets {
+  toOutbox: boolean;
+  /** How long the event log keeps them; 0: not logged. */
+  retentionMs: number;
+  /** The writing process (its ids' suffix), for the event log signal. */
+  writer: string;
+}
+
+/** The mutations writing new events to their targets. */
+function eventMutations(entries: OutboxEntry[], { toOutbox, retentionMs }: EventTargets) {
   const mutations: Mutation[] = [];
   for (const entry of entries) {
     if (toOutbox) {
@@ -129,12 +131,40 @@ export async function writeEvents(
       });
     }
   }
+  return mutations;
+}
+
+/** The signals a commit adding events to `targets` rewrites. */
+const signalsOf = (targets: EventTargets) => ({
+  signal: targets.toOutbox,
+  logSignal: targets.retentionMs > 0 ? targets.writer : null,
+});
+
+/**
+ * Writes new events to their targets, in atomic chunks under the Deno KV limits.
+ */
+export async function writeEvents(
+  store: Store,
+  entries: OutboxEntry[],
+  targets: EventTargets,
+): Promise<void> {
   // in order: a pass reading meanwhile must never see a later chunk without the earlier one
-  await commitChunks(store, mutations, {
+  await commitChunks(store, eventMutations(entries, targets), {
     sequential: true,
-    signal: toOutbox,
-    logSignal: retentionMs > 0 ? writer : null,
+    ...signalsOf(targets),
   });
+}
+
+/**
+ * Adds the writes of a few new events (a change's; far under the Deno KV limits) to `op`, an
+ * atomic operation of the change itself: they become durable with it or not at all.
+ */
+export function addEvents(
+  op: Deno.AtomicOperation,
+  entries: OutboxEntry[],
+  targets: EventTargets,
+): void {
+  addMutations(op, eventMutations(entries, targets), signalsOf(targets));
 }
 
 /** The event log's writers with the versionstamp of their signal (changed by each write). */
@@ -353,20 +383,27 @@ async function commitChunks(
   }
   if (chunk.length) chunks.push(chunk);
   const commit = (mutations: Mutation[]) =>
-    store.commit((op) => {
-      for (const mutation of mutations) {
-        if (mutation.kind === "delete") op.delete(mutation.key);
-        else {
-          op.set(
-            mutation.key,
-            mutation.value,
-            mutation.expireIn ? { expireIn: mutation.expireIn } : undefined,
-          );
-        }
-      }
-      if (logSignal !== null) op.set([LOG_SIGNAL, logSignal], true, { expireIn: LOG_SIGNAL_MS });
-      return signal ? op.set(SIGNAL_KEY, true) : op;
-    });
+    store.commit((op) => addMutations(op, mutations, { signal, logSignal }));
   if (sequential) { for (const chunk of chunks) await commit(chunk); }
   else await Promise.all(chunks.map(commit));
+}
+
+/** Adds `mutations` to `op`; with `signal`, the outbox signal, with `logSignal` that writer's. */
+function addMutations(
+  op: Deno.AtomicOperation,
+  mutations: Mutation[],
+  { signal, logSignal }: { signal: boolean; logSignal: string | null },
+): Deno.AtomicOperation {
+  for (const mutation of mutations) {
+    if (mutation.kind === "delete") op.delete(mutation.key);
+    else {
+      op.set(
+        mutation.key,
+        mutation.value,
+        mutation.expireIn ? { expireIn: mutation.expireIn } : undefined,
+      );
+    }
+  }
+  if (logSignal !== null) op.set([LOG_SIGNAL, logSignal], true, { expireIn: LOG_SIGNAL_MS });
+  return signal ? op.set(SIGNAL_KEY, true) : op;
 }

@@ -5,6 +5,7 @@
  * fill it in; the area a path belongs to gives its tag and its error body. Schemas are zod's own
  * JSON Schema (`z.toJSONSchema`, draft 2020-12, the dialect of OpenAPI 3.1).
  */
+import { isMiddlewareEntry } from "../no_route.ts";
 import { COMPOSED_HANDLER } from "hono/utils/constants";
 import { z } from "zod";
 import {
@@ -239,14 +240,14 @@ function describeRoute(method: string, honoPath: string, handlers: unknown[], ar
 }
 
 /**
- * The OpenAPI document of `routes` (an app's `app.routes`). Entries for every method (`ALL`: the
- * `use` middleware and the areas' unknown-path answers) are no operations; a path no area owns is
- * an error, so a new area cannot be forgotten.
+ * The OpenAPI document of `routes` (an app's `app.routes`). Middleware entries
+ * ({@link isMiddlewareEntry}) are no operations; a path no area owns is an error, so a new area
+ * cannot be forgotten.
  */
 export function openApiDocument(routes: readonly RouteEntry[], options: DocumentOptions) {
   const grouped = new Map<string, { method: string; path: string; handlers: unknown[] }>();
   for (const { method, path, handler } of routes) {
-    if (method === "ALL") continue;
+    if (isMiddlewareEntry({ method, path })) continue;
     const key = `${method} ${path}`;
     const group = grouped.get(key) ?? { method, path, handlers: [] };
     group.handlers.push(declaredHandler(handler));

@@ -17,7 +17,6 @@
  *   last commit advances, and readers hide contacts numbered past the counter while the key is
  *   held; so the import shows all at once. Every other write of the user's contacts waits for it.
  */
-import { createHash } from "node:crypto";
 import { stagedKind, StagedWrite } from "./bulk.ts";
 import {
   HELD_WAIT_MS,
@@ -133,11 +132,21 @@ async function waitForImport(store: Store, userId: number, deadline: number, wai
   if (!await waitForHeld(store, deadline, waited)) throw new HeldByBulkWrite(importKey(userId));
 }
 
-/** The hash of a contact's content: equal contents (decisions §3 duplicates) hash alike. */
-export function contentHash(fields: ContactFields): string {
+/**
+ * The hash of a contact's content: equal contents (decisions §3 duplicates) hash alike. SHA-256
+ * through Web Crypto, base64url: Node's `crypto` would load Deno's Node layer at every start.
+ */
+export async function contentHash(fields: ContactFields): Promise<string> {
   const content = JSON.stringify(CONTACT_FIELDS.map((field) => fields[field]));
-  return createHash("sha256").update(content).digest("base64url");
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(content));
+  return base64url(new Uint8Array(digest));
 }
+
+const encoder = new TextEncoder();
+
+/** Unpadded base64url (RFC 4648 §5), as the content keys were always written. */
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
 /** Optimistic writes give up after this many attempts in a row lost to concurrent changes. */
 const MAX_ATTEMPTS = 50;
@@ -337,7 +346,7 @@ export async function createContact(
   favorite: boolean,
   max: number,
 ): Promise<CreateOutcome> {
-  const hash = contentHash(fields);
+  const hash = await contentHash(fields);
   const keys = [metaKey(userId), contentKey(userId, hash), seqKey(userId)];
   return await optimisticWrite(store, userId, keys, async ([meta, taken, seq]) => {
     if (taken!.value) return { status: "duplicate" } as const;
@@ -381,8 +390,7 @@ export async function updateContact(
     const contact: ContactRecord = { ...current, ...change };
     const problems = contactProblems(contact);
     if (problems.length) return { status: "invalid", problems } as const;
-    const before = contentHash(current);
-    const after = contentHash(contact);
+    const [before, after] = await Promise.all([contentHash(current), contentHash(contact)]);
     const moved = before !== after;
     const taken = moved ? await store.get<string>(contentKey(userId, after)) : null;
     if (taken?.value) return { status: "duplicate" } as const;
@@ -405,10 +413,11 @@ export async function deleteContact(store: Store, userId: number, id: string): P
     const current = entry!.value as ContactRecord | null;
     if (!current) return false;
     const count = (meta!.value as number | null) ?? 1;
+    const hash = await contentHash(current);
     const result = await commitContacts(store, (op) =>
       op.check(entry!, meta!)
         .delete(contactKey(userId, id))
-        .delete(contentKey(userId, contentHash(current)))
+        .delete(contentKey(userId, hash))
         .set(metaKey(userId), Math.max(0, count - 1)));
     return result.ok ? true : LOST;
   });
@@ -439,11 +448,10 @@ export async function deleteAllContacts(store: Store, userId: number): Promise<v
     );
     if (!page.length && !meta.value) return;
     const count = meta.value ?? 0;
+    const hashes = await Promise.all(page.map(({ value }) => contentHash(value)));
     const result = await commitContacts(store, (op) => {
       op.check(meta); // covers every contact: each write of them sets the count
-      for (const { key, value } of page) {
-        op.delete(key).delete(contentKey(userId, contentHash(value)));
-      }
+      page.forEach(({ key }, i) => op.delete(key).delete(contentKey(userId, hashes[i]!)));
       return op.set(metaKey(userId), Math.max(0, count - page.length));
     });
     if (result.ok) {
@@ -622,11 +630,10 @@ async function undoContactImport(store: Store, id: string, { userId, seq }: Cont
     const mine = (await store.list<ContactRecord>({ prefix: ["contacts", userId] }))
       .filter(({ value }) => (value.created ?? 0) > seq).slice(0, DELETES_PER_COMMIT);
     const meta = await store.get<number>(metaKey(userId));
+    const hashes = await Promise.all(mine.map(({ value }) => contentHash(value)));
     await commitContacts(store, (op) => {
       op.check(lock);
-      for (const { key, value } of mine) {
-        op.delete(key).delete(contentKey(userId, contentHash(value)));
-      }
+      mine.forEach(({ key }, i) => op.delete(key).delete(contentKey(userId, hashes[i]!)));
       // the last step: the key goes; the count key is set so that waiting writes read again
       return mine.length ? op : op.delete(importKey(userId)).set(metaKey(userId), meta.value ?? 0);
     });
@@ -653,7 +660,7 @@ export async function importContacts(
   candidates: readonly ContactFields[],
   max: number,
 ): Promise<ImportOutcome[]> {
-  const hashes = candidates.map(contentHash);
+  const hashes = await Promise.all(candidates.map(contentHash));
   const deadline = Date.now() + HELD_WAIT_MS;
   for (let attempt = 0, waited = 0; attempt < MAX_ATTEMPTS;) {
     const state = await importState(store, userId);

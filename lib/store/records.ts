@@ -166,6 +166,31 @@ export async function waitForHeld(
   return true;
 }
 
+/** How a record answered by `Collection.findBy` was read, for a transaction to start from it. */
+interface ReadState {
+  store: Store;
+  entry: Deno.KvEntryMaybe<unknown>;
+  hidden: Deno.KvEntryMaybe<unknown>;
+}
+
+const readStates = new WeakMap<object, ReadState>();
+
+/** What readers see of `entry` (read with `hidden`), remembering how it was read. */
+function readRecord<T>(
+  store: Store,
+  entry: Deno.KvEntryMaybe<unknown>,
+  hidden: Deno.KvEntryMaybe<unknown>,
+): T | null {
+  const record = visibleValue(entry.value, hiddenWrites(hidden));
+  if (typeof record === "object" && record !== null) {
+    readStates.set(record, { store, entry, hidden });
+  }
+  return record as T | null;
+}
+
+/** Index keys whose record key a collection remembers, at most (then it forgets them all). */
+const KEPT_OWNERS = 10_000;
+
 /** Every collection by name, so that recovery can read a journal naming them. */
 const registry = new Map<string, Collection<{ id: IndexValue }>>();
 
@@ -219,18 +244,36 @@ export class Collection<T extends { id: IndexValue }> {
     return readVisible<T>(store, this.key(id));
   }
 
+  /**
+   * The record holding `value` in the unique `field`, as readers see it. The key it was last found
+   * at is remembered: reading that record alone (one read) answers when it still holds the value,
+   * since an index key and its record are always written together; else the index is read.
+   */
   async findBy(store: Store, field: string, value: IndexValue | IndexValue[]): Promise<T | null> {
     const indexKey = this.indexKey(field, value);
+    const known = this.#owners.get(keyText(indexKey));
+    if (known) {
+      const [entry, hidden] = await store.getMany<unknown>([known, hiddenWritesKey]);
+      const record = readRecord<T>(store, entry!, hidden!);
+      if (record && this.holds(record, indexKey)) return record;
+      this.#owners.delete(keyText(indexKey));
+    }
     for (;;) {
       const [pointer, before] = await store.getMany<unknown>([indexKey, hiddenWritesKey]);
       const owner = visibleValue(pointer!.value, hiddenWrites(before!)) as Deno.KvKey | null;
       if (!owner) return null;
       const [entry, after] = await store.getMany<unknown>([owner, hiddenWritesKey]);
       if (after!.versionstamp !== before!.versionstamp) continue; // read both at one state
-      const record = visibleValue(entry!.value, hiddenWrites(after!)) as T | null;
-      return record && this.holds(record, indexKey) ? record : null;
+      const record = readRecord<T>(store, entry!, after!);
+      if (!record || !this.holds(record, indexKey)) return null;
+      if (this.#owners.size >= KEPT_OWNERS) this.#owners.clear();
+      this.#owners.set(keyText(indexKey), owner);
+      return record;
     }
   }
+
+  /** The record keys {@link findBy} last found, by index key (checked at each use). */
+  readonly #owners = new Map<string, Deno.KvKey>();
 
   /**
    * True when `record` holds the value of `indexKey`: an index key a committed bulk write released
@@ -342,6 +385,7 @@ export class Transaction {
     { key: Deno.KvKey; versionstamp: string | null; value: unknown; held: boolean }
   >();
   readonly #writes = new Map<string, Write>();
+  readonly #extras: ((op: Deno.AtomicOperation) => void)[] = [];
   #hidden: ReadonlySet<string> | null = null;
 
   constructor(readonly store: Store) {}
@@ -351,6 +395,34 @@ export class Transaction {
     id: IndexValue,
   ): Promise<T | null> {
     return await this.#read(collection.key(id)) as T | null;
+  }
+
+  /**
+   * `record`, as `Collection.findBy` read it from this store, taken as this transaction's first
+   * read (checked at commit like any other): one read less. Any other record is read again. Only
+   * for a transaction's first attempt: a record that changed since makes the commit fail, and the
+   * next attempt must read it anew.
+   */
+  async reuse<T extends { id: IndexValue }>(
+    collection: Collection<T>,
+    record: T,
+  ): Promise<T | null> {
+    const state = readStates.get(record);
+    const key = collection.key(record.id);
+    if (!state || state.store !== this.store || this.#hidden !== null) {
+      return await this.get(collection, record.id);
+    }
+    if (keyText(state.entry.key) !== keyText(key)) return await this.get(collection, record.id);
+    this.#reads.set(keyText(hiddenWritesKey), { ...state.hidden, held: false });
+    this.#hidden = hiddenWrites(state.hidden);
+    const held = heldBy(state.entry.value, this.#hidden);
+    this.#reads.set(keyText(key), {
+      key,
+      versionstamp: state.entry.versionstamp,
+      value: record,
+      held,
+    });
+    return record;
   }
 
   async findBy<T extends { id: IndexValue }>(
@@ -382,6 +454,14 @@ export class Transaction {
   remove<T extends { id: IndexValue }>(collection: Collection<T>, id: IndexValue): void {
     const key = collection.key(id);
     this.#writes.set(keyText(key), { collection: collection as never, key, value: null });
+  }
+
+  /**
+   * Adds writes outside the collections to the commit, e.g. the events a change publishes
+   * (`EventExport.stage`): durable with the records, or not at all.
+   */
+  also(add: (op: Deno.AtomicOperation) => void): void {
+    this.#extras.push(add);
   }
 
   async #read(key: Deno.KvKey): Promise<unknown> {
@@ -448,6 +528,7 @@ export class Transaction {
         written.add(write.collection.name);
       }
       for (const name of written) op.set(versionKey(name), true);
+      for (const add of this.#extras) add(op);
       return op;
     });
     if (result.ok) return true;

@@ -514,3 +514,42 @@ Deno.test("two exports on one store (two processes) keep each user's order", asy
     store.close();
   }
 });
+
+Deno.test("publications made while a write runs share the next commit, in their order", async () => {
+  await withExport(async (ctx, target) => {
+    const batches = Array.from({ length: 40 }, (_, n) => phoneEvents(`user${n % 4}`, 3));
+    // all at once: the first write runs alone, the 39 others wait and go together
+    await Promise.all(batches.map((messages) => ctx.services.events.publish(messages)));
+    const logged = await ctx.services.events.retained();
+    assert.deepEqual(logged, batches.flat(), "ids in the order publish was called");
+    const report = await ctx.services.events.deliverDue();
+    assert.deepEqual(report, { delivered: 120, failed: 0, deadLettered: 0 });
+    for (let n = 0; n < 4; n++) {
+      assert.deepEqual(of(target.events(), `user${n}`), of(batches.flat(), `user${n}`));
+    }
+  });
+});
+
+Deno.test("staged events are durable with the operation that carries them, or not at all", async () => {
+  await withExport(async (ctx) => {
+    const { store, events } = ctx.services;
+    const [first, second] = [phoneEvents("alice", 1), phoneEvents("alice", 1)];
+    const lost = events.stage(first);
+    // a check that fails: the operation, and the events in it, are not written
+    const failed = await store.commit((op) => {
+      lost.add(op);
+      return op.check({ key: ["elsewhere"], versionstamp: "00000000000000010000" });
+    });
+    assert.equal(failed.ok, false);
+    const kept = events.stage(second);
+    const written = await store.commit((op) => {
+      kept.add(op);
+      return op.set(["elsewhere"], true);
+    });
+    assert.equal(written.ok, true);
+    events.committed(kept);
+    assert.deepEqual(await events.retained(), second);
+    assert.equal((await events.deliveries()).pending, 1);
+    assert.ok(kept.entries[0]!.id > lost.entries[0]!.id, "a new id for each attempt");
+  });
+});

@@ -168,3 +168,50 @@ Deno.test("a failing store operation becomes StoreUnavailable", async () => {
   await assert.rejects(store.get(["a"]), StoreUnavailable);
   assert.equal(await store.ping(), false);
 });
+
+Deno.test("a lookup by a unique value after the value moved, or the record went", async () => {
+  await withStore(async (store) => {
+    await things.put(store, { id: 1, name: "alpha", code: "A" });
+    assert.equal((await things.findBy(store, "name", "alpha"))?.id, 1); // its key is remembered
+    await things.put(store, { id: 1, name: "beta", code: "A" });
+    assert.equal(await things.findBy(store, "name", "alpha"), null, "renamed: no longer alpha");
+    await things.put(store, { id: 2, name: "alpha", code: "B" });
+    assert.equal((await things.findBy(store, "name", "alpha"))?.id, 2, "alpha is another's now");
+    await transact(store, async (tx) => {
+      if (await tx.get(things, 2)) tx.remove(things, 2);
+    });
+    assert.equal(await things.findBy(store, "name", "alpha"), null, "deleted");
+    assert.equal((await things.findBy(store, "name", "beta"))?.id, 1);
+  });
+});
+
+Deno.test("a transaction may start from a record read before; it is checked at commit", async () => {
+  await withStore(async (store) => {
+    await things.put(store, { id: 1, name: "alpha", code: "A" });
+    const read = (await things.findBy(store, "name", "alpha"))!;
+    let attempts = 0;
+    let reuse = true;
+    await things.put(store, { id: 1, name: "alpha", code: "changed" }); // after the read
+    const seen = await transact(store, async (tx) => {
+      attempts++;
+      const thing = reuse ? await tx.reuse(things, read) : await tx.get(things, 1);
+      reuse = false;
+      tx.put(things, { ...thing!, owner: 7 });
+      return thing!.code;
+    });
+    assert.equal(attempts, 2, "the stale read failed the first commit");
+    assert.equal(seen, "changed");
+    assert.deepEqual(await things.get(store, 1), {
+      id: 1,
+      name: "alpha",
+      code: "changed",
+      owner: 7,
+    });
+    // a record read from another store is read again
+    await withStore(async (other) => {
+      await things.put(other, { id: 1, name: "alpha", code: "other" });
+      const fromOther = await transact(other, (tx) => tx.reuse(things, read));
+      assert.equal(fromOther?.code, "other");
+    });
+  });
+});

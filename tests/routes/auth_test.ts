@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { base64url, decodeJwt, SignJWT } from "jose";
+import { RENEWAL_REUSE_MS } from "../../lib/auth/tokens.ts";
 import { createUser, deleteUser } from "../../lib/store/users.ts";
 import {
   bearer,
@@ -246,10 +247,38 @@ Deno.test("GET /auth/check", async (t) => {
     await expectError(await check(ctx, { Authorization: token }), 400, "BearerNotFound");
   });
 
+  await t.step("the same token checked again within a second: the same renewal", async () => {
+    const first = await (await check(ctx, bearer(token))).json();
+    ctx.clock.advance(RENEWAL_REUSE_MS - 1);
+    const again = await (await check(ctx, bearer(token))).json();
+    assert.deepEqual(again, first, "one signature a second per presented token");
+    ctx.clock.advance(1);
+    const later = await (await check(ctx, bearer(token))).json();
+    assert.notEqual(later.token, first.token);
+    assert.equal(decodeJwt(later.token).expiresAt, ctx.clock.now() + 600_000);
+    // another token of the same user is renewed on its own
+    const other = await login(ctx, "login", "alice");
+    const renewed = await (await check(ctx, bearer(other))).json();
+    assert.notEqual(renewed.token, later.token);
+  });
+
   await t.step("expired: 403 TokenExpired", async () => {
     const shortLived = await login(ctx, "login", "alice");
     ctx.clock.advance(600_000);
     await expectError(await check(ctx, bearer(shortLived)), 403, "TokenExpired");
+  });
+
+  await t.step("a token verified before still expires, on a guarded route too", async () => {
+    const remembered = await login(ctx, "login", "alice");
+    const contacts = () =>
+      ctx.app.request("/svc/api/2.0/contact/personal", { headers: bearer(remembered) });
+    assert.equal((await check(ctx, bearer(remembered))).status, 200);
+    assert.equal((await contacts()).status, 200);
+    ctx.clock.advance(599_999);
+    assert.equal((await contacts()).status, 200);
+    ctx.clock.advance(1);
+    await expectError(await contacts(), 403, "TokenExpired");
+    await expectError(await check(ctx, bearer(remembered)), 403, "TokenExpired");
   });
 
   await t.step("forged or outdated tokens: 403 InvalidToken", async () => {

@@ -357,3 +357,38 @@ Deno.test("each change publishes one UserConfigUpdate, whichever API makes it", 
     await expectUpdates();
   });
 });
+
+Deno.test("concurrent changes of one user: one event per change that took, in commit order", async () => {
+  const { ctx, bob, post } = await fixture();
+  // 30 requests at once, each losing its commit to the others and running again
+  const states = Array.from({ length: 30 }, (_, n) => n % 3 !== 0);
+  const answers = await Promise.all(states.map((state) => post("/dnd/bob", { state })));
+  for (const answer of answers) await expectSuccess(answer);
+  const events = await configUpdates(ctx);
+  const dnd = events.map((event) => (event.message as { dndEnabled: boolean }).dndEnabled);
+  // each event is a change: it differs from the one before (the user started without DND)
+  dnd.forEach((enabled, i) => assert.notEqual(enabled, i === 0 ? false : dnd[i - 1], `${i}`));
+  const user = await ctx.services.store.get<UserRecord>(["users", bob.id]);
+  assert.equal(user.value!.services.dnd.enabled, dnd.at(-1), "the last event is the state");
+  assert.equal((await ctx.services.events.deliveries()).pending, 0, "no SVC_EVENT_URL: no outbox");
+});
+
+Deno.test("a change starting from a user read before another write keeps that write", async () => {
+  const { ctx, bob } = await fixture();
+  const { findUserByUsername } = await import("../../lib/store/users.ts");
+  const { setDnd, setForward } = await import("../../lib/user_services.ts");
+  const read = (await findUserByUsername(ctx.services.store, "bob"))!;
+  await setForward(ctx.services, bob.id, "busy", { enabled: true, destination: "1002" });
+  // `read` is stale: its transaction's commit fails, and the next attempt reads the user again
+  const result = await setDnd(ctx.services, read, true);
+  assert.equal(result!.user.services.dnd.enabled, true);
+  assert.deepEqual(result!.user.forwards.busy, { enabled: true, destination: "1002" });
+  assert.deepEqual(
+    (await configUpdates(ctx)).at(-1),
+    update(bob, {
+      dndEnabled: true,
+      busyFwdEnabled: true,
+      busyFwdDestination: "1002",
+    }),
+  );
+});

@@ -374,3 +374,30 @@ Deno.test("/1.1/users: every route needs its ACL", async (t) => {
     ["DELETE", `/users/${id}`, `confd.users.${id}.delete`],
   ]);
 });
+
+Deno.test("GET /1.1/users: a page asked again is the same until a user changes", async () => {
+  const { api } = await setupConfd();
+  const alice = await api.create("/users", { firstname: "Alice" });
+  await api.create("/users", { firstname: "Bob" });
+  const page = async (query: string) => {
+    const response = await api.get(`/users${query}`);
+    assert.equal(response.status, 200);
+    assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
+    return { body: await response.json(), deprecation: response.headers.get("deprecation") };
+  };
+  const first = await page("?limit=1");
+  assert.deepEqual(first.body.items.map((user: { firstname: string }) => user.firstname), [
+    "Alice",
+  ]);
+  assert.deepEqual(await page("?limit=1"), first, "the kept page");
+  // a skip-only query keeps its Deprecation header when answered again
+  for (let n = 0; n < 2; n++) {
+    const skipped = await page("?limit=1&skip=1");
+    assert.equal(skipped.deprecation, "true");
+    assert.equal(skipped.body.items[0].firstname, "Bob");
+  }
+  assert.equal((await api.put(`/users/${alice.id}`, { firstname: "Alicia" })).status, 204);
+  const after = await page("?limit=1");
+  assert.equal(after.body.items[0].firstname, "Alicia", "a write gives a new page");
+  assert.equal(after.body.total, 2);
+});

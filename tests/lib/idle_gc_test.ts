@@ -1,0 +1,38 @@
+/** `lib/idle_gc.ts`: one full collection once the server has served and then gone idle. */
+import assert from "node:assert/strict";
+import { collectWhenIdle } from "../../lib/idle_gc.ts";
+
+const info = {} as Deno.ServeHandlerInfo<Deno.NetAddr>;
+
+Deno.test("without V8's gc the handler is served as it is", () => {
+  const handler = () => new Response("ok");
+  assert.equal(collectWhenIdle(handler, undefined).handler, handler);
+});
+
+Deno.test("one collection once idle after the start and requests, none while idle since", async () => {
+  const collections: unknown[] = [];
+  const collected = Promise.withResolvers<void>();
+  const seen: Request[] = [];
+  const { handler, stop } = collectWhenIdle((request) => {
+    seen.push(request);
+    return new Response("ok");
+  }, (options) => {
+    collections.push(options);
+    collected.resolve();
+  }, 20);
+  try {
+    const request = new Request("http://svc.test/health");
+    const response = await handler(request, info);
+    assert.equal(await response.text(), "ok");
+    assert.equal(seen[0], request, "the request reaches the handler");
+    // the idle check's timer never keeps a process alive: this one does, meanwhile
+    const alive = setInterval(() => {}, 1000);
+    await collected.promise.finally(() => clearInterval(alive)); // however long the machine takes
+    assert.deepEqual(collections, [{ type: "major", execution: "sync", flavor: "last-resort" }]);
+    // idle since: no second collection without new requests
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(collections.length, 1);
+  } finally {
+    stop();
+  }
+});
