@@ -317,26 +317,14 @@ async function ctiToken(servers: Servers, username: string): Promise<string> {
 }
 
 /** Calls the 2.0 API with a CTI user's token; a non-2xx answer stops the bench. */
-async function callAs(
+const callAs = (
   token: string,
   servers: Servers,
   method: string,
   path: string,
   body?: string,
-  type = "application/json",
-) {
-  const response = await fetch(`${servers.svc}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, "Content-Type": type },
-    body,
-    signal: bounded(300_000),
-  });
-  const text = await response.text();
-  if (!response.ok) {
-    throw new BenchError(`${method} ${path}: ${response.status} ${text.slice(0, 500)}`);
-  }
-  return text;
-}
+  type?: string,
+) => callSvc(servers.svc, token, method, path, body, type);
 
 /** `count` contact lines under the export's header, each a distinct contact. */
 function contactsCsv(count: number): string {

@@ -183,7 +183,8 @@ export class Metrics {
           this.set(read ? value(read) : NaN); // NaN, not 0: "unknown" is not "none"
         },
       });
-    const limit = BACKLOG_COUNT_LIMIT.toLocaleString("en-US");
+    // not toLocaleString: its first call loads ICU's locale data, megabytes at start for a comma
+    const limit = String(BACKLOG_COUNT_LIMIT).replace(/\B(?=(\d{3})+$)/g, ",");
     backlogGauge(
       "svc_event_outbox_pending",
       `Events waiting in the outbox (all processes sharing the store), counted up to ${limit}.`,

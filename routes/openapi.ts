@@ -7,7 +7,6 @@
  * base. No token: the document says what exists, not what anyone holds.
  */
 import { Hono } from "hono";
-import { stringify as toYaml } from "yaml";
 import { API_ERROR_BODY } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import {
@@ -167,17 +166,24 @@ export function openApiRoutes(routes: () => readonly RouteEntry[]) {
     const keep = (openApiPath: string) =>
       AREAS.find((area) => area.tag === tag)!.owns(openApiPath.replace(/\{(\w+)\}/g, ":$1")) ||
       openApiPath === path;
-    // no anchors and aliases: each part written out, as other readers expect
-    const yaml = kept(() =>
-      toYaml(subDocument(document(), base, keep), { aliasDuplicateObjects: false })
-    );
+    // no anchors and aliases: each part written out, as other readers expect; the YAML library
+    // is loaded by the first request of such a document, not at start
+    let yaml: Promise<string> | undefined;
+    const yamlText = () =>
+      yaml ??= import("yaml").then(({ stringify }) =>
+        stringify(subDocument(document(), base, keep), { aliasDuplicateObjects: false })
+      );
     app.get(
       path,
-      operation({
-        summary: `The OpenAPI 3.1 document of the ${tag.replace(/ \(.*\)$/, "")}, in YAML`,
-        description: `Its paths are relative to \`${base}\`, as the daemon's own document's are.`,
-        responses: { 200: { mediaType: "application/yaml", description: "The document" } },
-      }, (c) => c.body(yaml(), 200, { "Content-Type": "application/yaml; charset=utf-8" })),
+      operation(
+        {
+          summary: `The OpenAPI 3.1 document of the ${tag.replace(/ \(.*\)$/, "")}, in YAML`,
+          description: `Its paths are relative to \`${base}\`, as the daemon's own document's are.`,
+          responses: { 200: { mediaType: "application/yaml", description: "The document" } },
+        },
+        async (c) =>
+          c.body(await yamlText(), 200, { "Content-Type": "application/yaml; charset=utf-8" }),
+      ),
     );
   }
   return app;

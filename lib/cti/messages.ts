@@ -4,7 +4,7 @@
  * or `{claz: "ping"}`.
  */
 import { z } from "zod";
-import type { EventMessage } from "../events/messages.ts";
+import { type EventMessage, serviceFields } from "../events/messages.ts";
 import type { PhoneStatus } from "../platform/port.ts";
 import type { UserRecord } from "../store/users.ts";
 
@@ -40,7 +40,6 @@ export interface UserConfig {
 }
 
 export function userConfigOf(user: UserRecord): UserConfig {
-  const { busy, noanswer, unconditional } = user.forwards;
   return {
     userId: user.id,
     firstName: user.firstname,
@@ -48,13 +47,7 @@ export function userConfigOf(user: UserRecord): UserConfig {
     fullName: [user.firstname, user.lastname].filter((part) => part).join(" "),
     mobileNumber: user.mobile_phone_number ?? "",
     lineIds: user.line_ids,
-    dndEnabled: user.services.dnd.enabled,
-    uncFwdEnabled: unconditional.enabled,
-    uncFwdDestination: unconditional.destination ?? "",
-    naFwdEnabled: noanswer.enabled,
-    naFwdDestination: noanswer.destination ?? "",
-    busyFwdEnabled: busy.enabled,
-    busyFwdDestination: busy.destination ?? "",
+    ...serviceFields(user),
   };
 }
 

@@ -59,21 +59,24 @@ export function platformMessage(event: PhoneEvent | AgentStateEvent): EventMessa
   };
 }
 
-/** The `UserConfigUpdate` telling the user's DND and forwards as they now are. */
-export function userConfigMessage(user: UserRecord): EventMessage {
+/** The user's DND and forwards in the fields of `UserConfigUpdate` (event and CTI socket). */
+export function serviceFields(user: UserRecord) {
   const { busy, noanswer, unconditional } = user.forwards;
   return {
+    dndEnabled: user.services.dnd.enabled,
+    uncFwdEnabled: unconditional.enabled,
+    uncFwdDestination: unconditional.destination ?? "",
+    naFwdEnabled: noanswer.enabled,
+    naFwdDestination: noanswer.destination ?? "",
+    busyFwdEnabled: busy.enabled,
+    busyFwdDestination: busy.destination ?? "",
+  };
+}
+
+/** The `UserConfigUpdate` telling the user's DND and forwards as they now are. */
+export function userConfigMessage(user: UserRecord): EventMessage {
+  return {
     username: user.username ?? "",
-    message: {
-      msgType: "UserConfigUpdate",
-      userId: user.id,
-      dndEnabled: user.services.dnd.enabled,
-      uncFwdEnabled: unconditional.enabled,
-      uncFwdDestination: unconditional.destination ?? "",
-      naFwdEnabled: noanswer.enabled,
-      naFwdDestination: noanswer.destination ?? "",
-      busyFwdEnabled: busy.enabled,
-      busyFwdDestination: busy.destination ?? "",
-    },
+    message: { msgType: "UserConfigUpdate", userId: user.id, ...serviceFields(user) },
   };
 }

@@ -131,9 +131,12 @@ export class DevTools {
  * own (`setsid`) with a temporary home, hands `use` a client connected to it, and afterwards kills
  * the group and every process naming that home, waiting until none is left.
  */
-export async function withChromium<T>(use: (devtools: DevTools) => Promise<T>): Promise<T> {
-  const home = await Deno.makeTempDir({ prefix: "svc-chromium-" });
-  const child = new Deno.Command("setsid", {
+/**
+ * Headless Chromium with `args`, through `setsid` (in a process group of its own, whose id is its
+ * pid) and with everything it writes (profile, crash reports, caches) under `home`.
+ */
+export function chromiumCommand(home: string, args: string[], stdout: "null" | "piped") {
+  return new Deno.Command("setsid", {
     args: [
       CHROMIUM,
       "--headless",
@@ -144,16 +147,23 @@ export async function withChromium<T>(use: (devtools: DevTools) => Promise<T>): 
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
-      "--remote-debugging-address=127.0.0.1",
-      "--remote-debugging-port=0",
       `--user-data-dir=${home}/profile`,
-      "about:blank",
+      ...args,
     ],
     env: { HOME: home, XDG_CONFIG_HOME: `${home}/config`, XDG_CACHE_HOME: `${home}/cache` },
     stdin: "null",
-    stdout: "null",
+    stdout,
     stderr: "piped",
-  }).spawn();
+  });
+}
+
+export async function withChromium<T>(use: (devtools: DevTools) => Promise<T>): Promise<T> {
+  const home = await Deno.makeTempDir({ prefix: "svc-chromium-" });
+  const child = chromiumCommand(home, [
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+    "about:blank",
+  ], "null").spawn();
   const pgid = child.pid; // setsid runs chromium in place: the group is chromium's pid
   const stderr: string[] = [];
   const { promise: listening, resolve } = Promise.withResolvers<string | null>();

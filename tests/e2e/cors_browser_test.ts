@@ -9,10 +9,9 @@
 import assert from "node:assert/strict";
 import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
 import { type RunningServer, startServer, withTempDir } from "./server.ts";
-import { CHROMIUM_WHY, kill, reap, servePage } from "./chromium.ts";
+import { CHROMIUM_WHY, chromiumCommand, kill, reap, servePage } from "./chromium.ts";
 
 const API = "/svc/api/2.0";
-const CHROMIUM = "/usr/bin/chromium";
 
 /** The script of both pages: calls svc at `svcUrl` and writes each result into `#result`. */
 function pageScript(svcUrl: string, login: string, password: string): string {
@@ -96,28 +95,8 @@ const page = (script: string) =>
  */
 async function dumpDom(url: string): Promise<string> {
   const home = await Deno.makeTempDir({ prefix: "svc-chromium-" });
-  const child = new Deno.Command("setsid", {
-    args: [
-      CHROMIUM,
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      `--user-data-dir=${home}/profile`,
-      "--virtual-time-budget=10000",
-      "--dump-dom",
-      url,
-    ],
-    // the crash handlers' reports and any other file of Chromium's go under `home`
-    env: { HOME: home, XDG_CONFIG_HOME: `${home}/config`, XDG_CACHE_HOME: `${home}/cache` },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
+  const child = chromiumCommand(home, ["--virtual-time-budget=10000", "--dump-dom", url], "piped")
+    .spawn();
   // setsid runs chromium in place (it is not a group leader here): the group is chromium's pid
   const pgid = child.pid;
   const timer = setTimeout(() => kill(-pgid), 30_000);
