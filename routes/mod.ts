@@ -10,7 +10,7 @@ import {
   MiB,
   requestLog,
 } from "../lib/http.ts";
-import { requestMetrics } from "../lib/metrics.ts";
+import { countRequest } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
 import { agentdRootRoutes, agentdRoutes } from "../daemons/agentd/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
@@ -71,8 +71,7 @@ export function createApp(services: Services) {
   if (services.sim) v2.route("/", simRoutes(services.sim, services));
 
   const app = new Hono<AppEnv>({ router: new CachedRouter() });
-  app.use(requestLog(services.logger));
-  app.use(requestMetrics(services.metrics));
+  app.use(requestLog(services.logger, countRequest(services.metrics)));
   // before any guard: a preflight carries no token; on every answer of every area, errors included
   // (none at all without allowed origins: not even a step that does nothing)
   if (services.config.corsOrigins.length) app.use(cors(services.config.corsOrigins));
