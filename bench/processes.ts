@@ -61,13 +61,14 @@ export interface DenoChild {
 /**
  * Starts `deno <args>` in the repository; `stack` stops it (SIGTERM, then SIGKILL after 5s). With
  * `manyFiles`, through bash raising its open files limit to the hard limit first (`ulimit -n`), for
- * a process holding thousands of sockets; with `pipes`, its stdin and stdout are piped.
+ * a process holding thousands of sockets; with `pipes`, its stdin and stdout are piped; with
+ * `quiet`, what it writes to stderr (its log) is dropped.
  */
 export function startDeno(
   stack: AsyncDisposableStack,
   args: string[],
   env: Record<string, string> = {},
-  options: { manyFiles?: boolean; pipes?: boolean } = {},
+  options: { manyFiles?: boolean; pipes?: boolean; quiet?: boolean } = {},
 ): DenoChild {
   const [cmd, cmdArgs] = options.manyFiles
     ? ["bash", ["-c", 'ulimit -n "$(ulimit -Hn)" && exec "$@"', "bash", Deno.execPath(), ...args]]
@@ -79,7 +80,7 @@ export function startDeno(
     env,
     stdin: options.pipes ? "piped" : "null",
     stdout: options.pipes ? "piped" : "null",
-    stderr: "inherit",
+    stderr: options.quiet ? "null" : "inherit",
   }).spawn();
   let exited = false;
   child.status.then(() => (exited = true));

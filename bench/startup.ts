@@ -47,11 +47,12 @@ async function start(
   await using stack = new AsyncDisposableStack();
   const port = freePort();
   // the hello server takes its port as argument, svc from the environment
+  // its log written as usual (the default level), but not into the bench's output
   const child = startDeno(stack, [...args, `${port}`], {
     ...env,
     SVC_PORT: `${port}`,
     SVC_HOSTNAME: "127.0.0.1",
-  });
+  }, { quiet: true });
   const answered = await waitReady(`http://127.0.0.1:${port}${path}`, child, 1);
   await pause(2000);
   return { ms: answered - child.spawnedAt, rssMb: await rssKb(child.pid) * 1024 / 1e6 };
