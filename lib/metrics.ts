@@ -12,7 +12,7 @@
 import type { Context } from "hono";
 import { matchedRoutes } from "hono/route";
 import process from "node:process";
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "./prom_client.ts";
 import type { Clock } from "./clock.ts";
 import type { Backlog, EventExport } from "./events/export.ts";
 import { type Platform, PLATFORM_STATES } from "./platform/port.ts";
