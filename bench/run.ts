@@ -74,6 +74,8 @@ interface Target {
 interface Servers {
   /** Base URL of `bench/hello_server.ts`. */
   hello: string;
+  /** Base URL of `bench/hello_server.ts json`: the least an authenticated JSON route does. */
+  bareJson: string;
   /** Base URL of the real server (`main.ts` on the store of BENCH_KV). */
   svc: string;
   /** A token of the administrator web service user. */
@@ -87,7 +89,7 @@ interface Servers {
 }
 
 /** One real server: its URL, an administrator's token, its event receiver. */
-type Svc = Omit<Servers, "hello">;
+type Svc = Omit<Servers, "hello" | "bareJson">;
 
 interface Scenario {
   name: string;
@@ -575,8 +577,17 @@ async function ctiSockets(): Promise<void> {
   });
 }
 
+/** The second baseline: a bare `Deno.serve` doing the least an authenticated JSON route does. */
+const BARE_JSON =
+  "bare Deno.serve JSON answer (reads Authorization; 2.6 KB, Content-Type, X-Request-Id)";
+
 const scenarios: Scenario[] = [
   { name: "bare Deno.serve hello world", setup: ({ hello }) => ({ url: `${hello}/` }) },
+  {
+    name: BARE_JSON,
+    notArea: true,
+    setup: ({ bareJson }) => ({ url: `${bareJson}/`, headers: { Authorization: "Bearer x" } }),
+  },
   {
     name: "GET /svc/api/2.0/auth/check (valid token)",
     setup: ({ svc, adminToken }) => ({
@@ -668,16 +679,24 @@ async function ensureWrk(): Promise<void> {
   await run("apt-get", ["install", "-y", "wrk"], 300_000, { env });
 }
 
-async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
-  const helloPort = freePort();
-  const hello = `http://127.0.0.1:${helloPort}`;
-  const helloServer = startDeno(stack, [
+/** Starts `bench/hello_server.ts` with `args` after its port; answers its base URL. */
+async function startBare(stack: AsyncDisposableStack, ...args: string[]): Promise<string> {
+  const port = freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const server = startDeno(stack, [
     "run",
     "--allow-net",
     "bench/hello_server.ts",
-    `${helloPort}`,
+    `${port}`,
+    ...args,
   ]);
-  await waitReady(`${hello}/`, helloServer);
+  await waitReady(`${base}/`, server);
+  return base;
+}
+
+async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
+  const hello = await startBare(stack);
+  const bareJson = await startBare(stack, "json");
   const inspector = Deno.env.get("BENCH_PROFILE") ? freePort() : undefined;
   const svc = await startSvc(
     stack,
@@ -685,7 +704,7 @@ async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
     "/health",
     { inspector },
   );
-  return { ...svc, hello, inspector };
+  return { ...svc, hello, bareJson, inspector };
 }
 
 /**
@@ -957,6 +976,7 @@ function httpTargets(results: { name: string; notArea?: boolean; figures: Figure
   const contacts = areas.find(({ name }) => name.startsWith("GET /svc/api/2.0/contact/personal"));
   if (!bare || !contacts) return [];
   const ratio = contacts.figures.requestsPerSec / bare.figures.requestsPerSec * 100;
+  const json = results.find(({ name }) => name === BARE_JSON);
   const slowest = areas.reduce((a, b) =>
     a.figures.requestsPerSec < b.figures.requestsPerSec ? a : b
   );
@@ -972,6 +992,17 @@ function httpTargets(results: { name: string; notArea?: boolean; figures: Figure
         Math.round(bare.figures.requestsPerSec)
       } req/s`,
     },
+    ...(json
+      ? [{
+        name: `${contacts.name} vs ${json.name}`,
+        value: contacts.figures.requestsPerSec / json.figures.requestsPerSec * 100,
+        unit: "%",
+        baseline: { name: json.name, value: 100 },
+        detail: `the bare JSON answer itself: ${
+          (json.figures.requestsPerSec / bare.figures.requestsPerSec * 100).toFixed(1)
+        } % of the hello world`,
+      }]
+      : []),
     {
       name: `slowest area (${slowest.name}) vs the contacts list`,
       value: slowestShare,
