@@ -2,26 +2,17 @@
  * The baselines of `deno task bench`, on 127.0.0.1 at the port given as the first argument:
  *
  * - the smallest `Deno.serve` server, answering "Hello, world!";
- * - with `json` as second argument, the least an authenticated JSON route of any framework does:
- *   read the `Authorization` header, answer fixed JSON bytes the size of the
- *   contacts list's (20 contacts) with `Content-Type` and an `X-Request-Id` of a counter. It shows
- *   what Deno's HTTP server itself charges for headers read and written, which the hello world
- *   does not pay.
+ * - with `json <bytes>` after the port, the least an authenticated JSON route of any framework
+ *   does: read the `Authorization` header, answer fixed JSON of that many bytes (the size of the
+ *   route it stands beside) with `Content-Type` and an `X-Request-Id` of a counter. It shows what
+ *   Deno's HTTP server itself charges for headers read and written and for the body, which the
+ *   hello world does not pay.
  */
 const port = Number(Deno.args[0] ?? "8000");
 
-function jsonAnswer(): (request: Request) => Response {
-  const entry = (n: number) => ({
-    entry: ["Contact", `Person ${n}`, `06${String(n).padStart(8, "0")}`, "", "false"],
-    contact_id: crypto.randomUUID(),
-    status: "unknown",
-  });
-  const bytes = new TextEncoder().encode(
-    JSON.stringify({
-      headers: ["firstname", "lastname", "number", "mobile", "favorite"],
-      entries: Array.from({ length: 20 }, (_, n) => entry(n)),
-    }),
-  );
+function jsonAnswer(size: number): (request: Request) => Response {
+  // a JSON array of one string, padded to `size` bytes
+  const bytes = new TextEncoder().encode(JSON.stringify(["".padEnd(Math.max(0, size - 4), "x")]));
   let serial = 0;
   // the header's value is used, as a guard would; answered 200 either way (the readiness probe)
   return (request) => {
@@ -32,5 +23,7 @@ function jsonAnswer(): (request: Request) => Response {
   };
 }
 
-const handler = Deno.args[1] === "json" ? jsonAnswer() : () => new Response("Hello, world!");
+const handler = Deno.args[1] === "json"
+  ? jsonAnswer(Number(Deno.args[2] ?? "2600"))
+  : () => new Response("Hello, world!");
 Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, handler);

@@ -74,8 +74,11 @@ interface Target {
 interface Servers {
   /** Base URL of `bench/hello_server.ts`. */
   hello: string;
-  /** Base URL of `bench/hello_server.ts json`: the least an authenticated JSON route does. */
-  bareJson: string;
+  /**
+   * Base URL of `bench/hello_server.ts json <bytes>` by size: the least an authenticated JSON
+   * route answering that many bytes does.
+   */
+  bareJson: Record<keyof typeof BARE_JSON_BYTES, string>;
   /** Base URL of the real server (`main.ts` on the store of BENCH_KV). */
   svc: string;
   /** A token of the administrator web service user. */
@@ -93,8 +96,10 @@ type Svc = Omit<Servers, "hello" | "bareJson">;
 
 interface Scenario {
   name: string;
-  /** Not an API area (a scrape): left out of the "every area within 2×" target. */
+  /** Not an API area (a scrape, a baseline): left out of the "every area within 2×" target. */
   notArea?: boolean;
+  /** The name of the bare JSON answer of this route's size, shown beside it. */
+  bare?: string;
   /** Prepares what the scenario needs (records, tokens) and answers the request to repeat. */
   setup(servers: Servers): Target | Promise<Target>;
 }
@@ -577,17 +582,32 @@ async function ctiSockets(): Promise<void> {
   });
 }
 
-/** The second baseline: a bare `Deno.serve` doing the least an authenticated JSON route does. */
-const BARE_JSON =
-  "bare Deno.serve JSON answer (reads Authorization; 2.6 KB, Content-Type, X-Request-Id)";
+/**
+ * The sizes of the bare JSON answers (`bench/hello_server.ts json`): those of the contacts list (20
+ * contacts) and of a page of 100 users.
+ */
+const BARE_JSON_BYTES = { contacts: 2_600, users: 73_000 };
+
+/** The scenario of a bare `Deno.serve` doing the least an authenticated JSON route does. */
+function bareJsonScenario(size: keyof typeof BARE_JSON_BYTES): Scenario {
+  const kb = (BARE_JSON_BYTES[size] / 1000).toLocaleString("en-US");
+  return {
+    name: `bare Deno.serve JSON answer (reads Authorization; ${kb} KB, Content-Type, X-Request-Id)`,
+    notArea: true,
+    setup: ({ bareJson }) => ({
+      url: `${bareJson[size]}/`,
+      headers: { Authorization: "Bearer x" },
+    }),
+  };
+}
+
+const BARE_CONTACTS = bareJsonScenario("contacts");
+const BARE_USERS = bareJsonScenario("users");
 
 const scenarios: Scenario[] = [
   { name: "bare Deno.serve hello world", setup: ({ hello }) => ({ url: `${hello}/` }) },
-  {
-    name: BARE_JSON,
-    notArea: true,
-    setup: ({ bareJson }) => ({ url: `${bareJson}/`, headers: { Authorization: "Bearer x" } }),
-  },
+  BARE_CONTACTS,
+  BARE_USERS,
   {
     name: "GET /svc/api/2.0/auth/check (valid token)",
     setup: ({ svc, adminToken }) => ({
@@ -597,6 +617,7 @@ const scenarios: Scenario[] = [
   },
   {
     name: "GET /1.1/users?limit=100 (10,000 users)",
+    bare: BARE_USERS.name,
     setup: async (servers) => {
       const context = JSON.stringify({
         name: "bench",
@@ -616,6 +637,7 @@ const scenarios: Scenario[] = [
   },
   {
     name: "GET /svc/api/2.0/contact/personal (CTI user, 20 contacts)",
+    bare: BARE_CONTACTS.name,
     setup: async (servers) => {
       const token = await ctiToken(servers, "bench-contacts");
       for (let n = 0; n < 20; n++) {
@@ -696,7 +718,10 @@ async function startBare(stack: AsyncDisposableStack, ...args: string[]): Promis
 
 async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
   const hello = await startBare(stack);
-  const bareJson = await startBare(stack, "json");
+  const bareJson = {
+    contacts: await startBare(stack, "json", `${BARE_JSON_BYTES.contacts}`),
+    users: await startBare(stack, "json", `${BARE_JSON_BYTES.users}`),
+  };
   const inspector = Deno.env.get("BENCH_PROFILE") ? freePort() : undefined;
   const svc = await startSvc(
     stack,
@@ -890,7 +915,12 @@ async function main(): Promise<void> {
       await probe(target);
       console.log(`- ${scenario.name}`);
       const stopProfile = servers.inspector ? await startProfile(servers.inspector) : null;
-      results.push({ name: scenario.name, notArea: scenario.notArea, figures: await wrk(target) });
+      results.push({
+        name: scenario.name,
+        notArea: scenario.notArea,
+        bare: scenario.bare,
+        figures: await wrk(target),
+      });
       if (stopProfile) console.log(await stopProfile());
     }
     rows.push(...httpTargets(results));
@@ -970,13 +1000,14 @@ async function main(): Promise<void> {
  * The targets of the wrk table: the contacts list at 50 % of the bare hello world at least, and
  * every other area within 2× of it (at half its requests per second at least).
  */
-function httpTargets(results: { name: string; notArea?: boolean; figures: Figures }[]): Row[] {
+function httpTargets(
+  results: { name: string; notArea?: boolean; bare?: string; figures: Figures }[],
+): Row[] {
   const [bare, ...rest] = results;
   const areas = rest.filter(({ notArea }) => !notArea);
   const contacts = areas.find(({ name }) => name.startsWith("GET /svc/api/2.0/contact/personal"));
   if (!bare || !contacts) return [];
   const ratio = contacts.figures.requestsPerSec / bare.figures.requestsPerSec * 100;
-  const json = results.find(({ name }) => name === BARE_JSON);
   const slowest = areas.reduce((a, b) =>
     a.figures.requestsPerSec < b.figures.requestsPerSec ? a : b
   );
@@ -992,17 +1023,22 @@ function httpTargets(results: { name: string; notArea?: boolean; figures: Figure
         Math.round(bare.figures.requestsPerSec)
       } req/s`,
     },
-    ...(json
-      ? [{
-        name: `${contacts.name} vs ${json.name}`,
-        value: contacts.figures.requestsPerSec / json.figures.requestsPerSec * 100,
+    // each route beside the bare answer of its size: what Deno's HTTP server alone reaches
+    ...areas.flatMap(({ name, bare: bareName, figures }) => {
+      const json = results.find(({ name }) => name === bareName);
+      if (!json) return [];
+      return [{
+        name: `${name} vs ${json.name}`,
+        value: figures.requestsPerSec / json.figures.requestsPerSec * 100,
         unit: "%",
         baseline: { name: json.name, value: 100 },
-        detail: `the bare JSON answer itself: ${
+        detail: `the bare answer itself: ${
           (json.figures.requestsPerSec / bare.figures.requestsPerSec * 100).toFixed(1)
-        } % of the hello world`,
-      }]
-      : []),
+        } % of the hello world, ${
+          (json.figures.requestsPerSec / contacts.figures.requestsPerSec * 100).toFixed(1)
+        } % of the contacts list`,
+      }];
+    }),
     {
       name: `slowest area (${slowest.name}) vs the contacts list`,
       value: slowestShare,
