@@ -36,6 +36,24 @@ export function storeRejection(error: unknown): StoreRejection | null {
   return null;
 }
 
+/** How many times an operation is tried when SQLite answers "database is locked" at once. */
+const LOCKED_ATTEMPTS = 10;
+
+/**
+ * True when `error` is SQLite's "database is locked" answered within a second: another connection
+ * to the store file (another process sharing it, or a handle of this one) committed between this
+ * transaction's reads and its write, or was opening the file. SQLite then fails at once without
+ * waiting out its busy timeout (5 s in Deno KV), and the operation did nothing, so it can be run
+ * again. A lock that outlasted the timeout is the store being held: that one is not retried.
+ */
+function lockedAtOnce(error: unknown, elapsedMs: number): boolean {
+  return error instanceof Error && /database is locked/i.test(error.message) && elapsedMs < 1000;
+}
+
+/** A random pause before the `attempt`+1-th try, longer each time, so that racers spread out. */
+const lockedPause = (attempt: number) =>
+  new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 64)));
+
 /** What failed in a store operation: the store itself, or a refusal of that kind. */
 export type StoreFailure = "unavailable" | StoreRejection;
 
@@ -88,29 +106,44 @@ export class Store {
     this.#failureListeners.push(listener);
   }
 
-  /** Runs `op` against the KV handle; a failure becomes {@link StoreUnavailable}. */
+  /**
+   * Runs `op` against the KV handle; a failure becomes {@link StoreUnavailable}. `op` is run again
+   * when SQLite answered "database is locked" at once (see {@link lockedAtOnce}): it did nothing.
+   */
   async run<T>(op: (kv: Deno.Kv) => Promise<T>): Promise<T> {
-    let kv: Deno.Kv;
-    try {
-      kv = await this.#handle();
-    } catch (error) {
-      this.#failed("unavailable");
-      throw error;
-    }
-    try {
-      return await op(kv);
-    } catch (error) {
-      const rejection = storeRejection(error);
-      if (rejection) {
-        if (rejection !== "key_too_large_for_read") this.#failed(rejection);
-        throw new StoreRejected(rejection, error);
+    for (let attempt = 1;; attempt++) {
+      let kv: Deno.Kv;
+      try {
+        kv = await this.#handle();
+      } catch (error) {
+        this.#failed("unavailable");
+        throw error;
       }
-      if (error instanceof Deno.errors.BadResource && this.location !== ":memory:") {
-        this.#kv = null; // the handle is gone: the next operation opens a new one
+      const started = performance.now();
+      try {
+        return await op(kv);
+      } catch (error) {
+        if (attempt < LOCKED_ATTEMPTS && lockedAtOnce(error, performance.now() - started)) {
+          await lockedPause(attempt);
+          continue;
+        }
+        throw this.#failure(error);
       }
-      this.#failed("unavailable");
-      throw new StoreUnavailable(error);
     }
+  }
+
+  /** What a failed operation's `error` becomes, counted. */
+  #failure(error: unknown): Error {
+    const rejection = storeRejection(error);
+    if (rejection) {
+      if (rejection !== "key_too_large_for_read") this.#failed(rejection);
+      return new StoreRejected(rejection, error);
+    }
+    if (error instanceof Deno.errors.BadResource && this.location !== ":memory:") {
+      this.#kv = null; // the handle is gone: the next operation opens a new one
+    }
+    this.#failed("unavailable");
+    return new StoreUnavailable(error);
   }
 
   #failed(kind: StoreFailure): void {
