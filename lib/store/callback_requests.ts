@@ -17,7 +17,7 @@ import { sanitizeNumber } from "../phone_numbers.ts";
 import { stagedKind, StagedWrite } from "./bulk.ts";
 import { type CallbackListRecord, periodOf } from "./callback_lists.ts";
 import { isStaged, listVisible, readVisible, type StagedValue } from "./records.ts";
-import type { Store } from "./store.ts";
+import { raceBackoff, type Store } from "./store.ts";
 
 /** The columns of the import, in order (the spec's "Callback request CSV"). */
 export const REQUEST_COLUMNS = [
@@ -411,6 +411,7 @@ async function changeRequest(
       op.check({ key, versionstamp: current.versionstamp }).set(key, next)
     );
     if (result.ok) return next;
+    await raceBackoff(attempt + 1);
   }
   throw new Error("callback request update abandoned: the request kept changing");
 }

@@ -26,7 +26,7 @@ import {
   waitForHeld,
 } from "./records.ts";
 import { batchedRead } from "./shared_read.ts";
-import type { Store } from "./store.ts";
+import { raceBackoff, type Store } from "./store.ts";
 
 /** The contact fields, in the export's column order. */
 export const CONTACT_FIELDS = [
@@ -176,7 +176,7 @@ async function optimisticWrite<T>(
     }
     const outcome = await attempt(entries.slice(0, -1));
     if (outcome !== LOST) return outcome;
-    lost++;
+    await raceBackoff(++lost);
   }
   throw abandoned();
 }

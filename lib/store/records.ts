@@ -7,7 +7,7 @@
  * what it wrote once it committed, so an import becomes visible at once, to every reader.
  */
 import { Unreachable } from "../errors.ts";
-import type { Store } from "./store.ts";
+import { raceBackoff, type Store } from "./store.ts";
 
 type IndexValue = string | number;
 
@@ -563,7 +563,7 @@ export async function transact<R>(store: Store, fn: (tx: Transaction) => Promise
     const result = await fn(tx);
     try {
       if (await tx.commit()) return result;
-      attempt++;
+      await raceBackoff(++attempt);
     } catch (error) {
       // a bulk write replacing the record holds it until it commits or is undone
       if (!(error instanceof HeldByBulkWrite) || !await waitForHeld(store, deadline, waited++)) {

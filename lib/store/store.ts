@@ -50,8 +50,12 @@ function lockedAtOnce(error: unknown, elapsedMs: number): boolean {
   return error instanceof Error && /database is locked/i.test(error.message) && elapsedMs < 1000;
 }
 
-/** A random pause before the `attempt`+1-th try, longer each time, so that racers spread out. */
-const lockedPause = (attempt: number) =>
+/**
+ * A random pause before trying again after losing `attempt` races in a row (1, 2, …): up to
+ * 2^attempt ms, at most 64, so that writers racing for the same records (in this process or
+ * another sharing the store) spread out instead of colliding again at once.
+ */
+export const raceBackoff = (attempt: number): Promise<void> =>
   new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 64)));
 
 /** What failed in a store operation: the store itself, or a refusal of that kind. */
@@ -124,7 +128,7 @@ export class Store {
         return await op(kv);
       } catch (error) {
         if (attempt < LOCKED_ATTEMPTS && lockedAtOnce(error, performance.now() - started)) {
-          await lockedPause(attempt);
+          await raceBackoff(attempt);
           continue;
         }
         throw this.#failure(error);
