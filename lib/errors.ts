@@ -83,6 +83,17 @@ export class StoreUnavailable extends Unreachable {
   }
 }
 
+/**
+ * A write lost the race for the same records to concurrent changes until it gave up (50 tries):
+ * the store is up but too busy with those records; the client may try again.
+ */
+export class StoreBusy extends Unreachable {
+  constructor(what: string) {
+    super(`the store is busy: ${what} kept changing, try again`, null);
+    this.name = "StoreBusy";
+  }
+}
+
 /** The telephony platform (the PBX behind the port) cannot take a command now. */
 export class PlatformUnavailable extends Unreachable {
   constructor(cause: unknown) {

@@ -13,6 +13,7 @@
  * stored as `StagedValue`s (records.ts) that readers see only once its last commit removed it from
  * the hidden writes, so the import shows all at once.
  */
+import { StoreBusy } from "../errors.ts";
 import { sanitizeNumber } from "../phone_numbers.ts";
 import { stagedKind, StagedWrite } from "./bulk.ts";
 import { type CallbackListRecord, periodOf } from "./callback_lists.ts";
@@ -413,7 +414,7 @@ async function changeRequest(
     if (result.ok) return next;
     await raceBackoff(attempt + 1);
   }
-  throw new Error("callback request update abandoned: the request kept changing");
+  throw new StoreBusy("the callback request");
 }
 
 /** `request` with its ticket after a step of `agent` at `now`, and the request fields given. */

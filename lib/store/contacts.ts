@@ -17,6 +17,7 @@
  *   last commit advances, and readers hide contacts numbered past the counter while the key is
  *   held; so the import shows all at once. Every other write of the user's contacts waits for it.
  */
+import { StoreBusy } from "../errors.ts";
 import { stagedKind, StagedWrite } from "./bulk.ts";
 import {
   HELD_WAIT_MS,
@@ -151,7 +152,7 @@ const base64url = (bytes: Uint8Array) =>
 /** Optimistic writes give up after this many attempts in a row lost to concurrent changes. */
 const MAX_ATTEMPTS = 50;
 
-const abandoned = () => new Error("contacts write abandoned: the contacts kept changing");
+const abandoned = () => new StoreBusy("the contacts");
 
 /** What an attempt of {@link optimisticWrite} answers when its commit lost to another writer. */
 const LOST = Symbol("lost");

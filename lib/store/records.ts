@@ -6,7 +6,7 @@
  * before the write while the write is hidden (its id listed under {@link hiddenWritesKey}), and
  * what it wrote once it committed, so an import becomes visible at once, to every reader.
  */
-import { Unreachable } from "../errors.ts";
+import { StoreBusy, Unreachable } from "../errors.ts";
 import { raceBackoff, type Store } from "./store.ts";
 
 type IndexValue = string | number;
@@ -571,7 +571,7 @@ export async function transact<R>(store: Store, fn: (tx: Transaction) => Promise
       }
     }
   }
-  throw new Error("transaction abandoned: the records kept changing");
+  throw new StoreBusy("the records");
 }
 
 const LOWER_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { verifyPassword } from "../../lib/auth/passwords.ts";
 import { loadJwtSecret } from "../../lib/auth/tokens.ts";
-import { StoreUnavailable } from "../../lib/errors.ts";
+import { StoreBusy, StoreUnavailable } from "../../lib/errors.ts";
 import { Collection, nextId, transact, UniqueConflict } from "../../lib/store/records.ts";
 import { Store } from "../../lib/store/store.ts";
 import { createUser, findUserByUsername, findUserByUuid, getUser } from "../../lib/store/users.ts";
@@ -167,6 +167,35 @@ Deno.test("a failing store operation becomes StoreUnavailable", async () => {
   store.close();
   await assert.rejects(store.get(["a"]), StoreUnavailable);
   assert.equal(await store.ping(), false);
+});
+
+Deno.test("a transaction that keeps losing to concurrent changes gives up as StoreBusy", async () => {
+  await withStore(async (store) => {
+    await transact(
+      store,
+      (tx) => Promise.resolve(tx.put(things, { id: 1, name: "a", code: null })),
+    );
+    let tries = 0;
+    const started = performance.now();
+    await assert.rejects(
+      transact(store, async (tx) => {
+        tries++;
+        const thing = await tx.get(things, 1);
+        // another writer changes the record after each read: every commit's check fails
+        await store.set(things.key(1), { ...thing!, name: `changed ${tries}` });
+        tx.put(things, { ...thing!, code: "mine" });
+      }),
+      (error: unknown) => {
+        assert.ok(error instanceof StoreBusy, String(error));
+        assert.equal(error.message, "the store is busy: the records kept changing, try again");
+        return true;
+      },
+    );
+    assert.equal(tries, 50);
+    // the random pauses between tries (up to 64 ms each) spread racers out; bounded all the same
+    assert.ok(performance.now() - started < 10_000);
+    assert.equal((await things.get(store, 1))?.code, null, "nothing of the abandoned change");
+  });
 });
 
 Deno.test("a lookup by a unique value after the value moved, or the record went", async () => {
