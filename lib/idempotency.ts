@@ -27,6 +27,7 @@
 import { idempotentTag } from "./openapi/operation.ts";
 import type { Context, MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { sha256Hex } from "./digest.ts";
 import { ApiError } from "./errors.ts";
 import type { AppEnv } from "./http.ts";
 import type { Services } from "./services.ts";
@@ -35,7 +36,6 @@ import {
   releaseClaim,
   renewClaim,
   saveAnswer,
-  sha256Hex,
   type StoredAnswer,
 } from "./store/idempotency_keys.ts";
 

@@ -7,30 +7,20 @@
  */
 import { Hono, type MiddlewareHandler } from "hono";
 import { readToken, requireAcl } from "../lib/auth/guard.ts";
+import { sameBytes, sha256 } from "../lib/digest.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 
 export const METRICS_ACL = "svc.rest.metrics.read";
 
-/** SHA-256 by Web Crypto: `node:crypto` would load Deno's Node layer at every start (about 10 ms). */
-const digest = async (token: string) =>
-  new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
-
-/** Every byte compared, whichever differs first: the time does not tell where a guess went wrong. */
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  let difference = a.length ^ b.length;
-  for (let i = 0; i < Math.min(a.length, b.length); i++) difference |= a[i]! ^ b[i]!;
-  return difference === 0;
-}
-
 /** Lets through the static token of `SVC_METRICS_TOKEN`, else a token holding {@link METRICS_ACL}. */
 function metricsGuard({ config, tokens }: Services): MiddlewareHandler<AppEnv> {
   const withAcl = requireAcl(tokens, METRICS_ACL);
   if (config.metricsToken === null) return withAcl;
-  const expected = digest(config.metricsToken);
+  const expected = sha256(config.metricsToken);
   return async (c, next) => {
     // digests have one length: the comparison takes the same time whatever the token sent
-    const isStatic = sameBytes(await digest(readToken(c)), await expected);
+    const isStatic = sameBytes(await sha256(readToken(c)), await expected);
     return isStatic ? next() : withAcl(c, next);
   };
 }

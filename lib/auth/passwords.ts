@@ -10,6 +10,7 @@
  * threads sharing two cores with the event loop, which then answered everything else late.
  */
 import pLimit from "p-limit";
+import { sameBytes } from "../digest.ts";
 
 /** OWASP's 2023 figure for PBKDF2-HMAC-SHA256; `SVC_HASH_ITERATIONS` changes it. */
 export const DEFAULT_ITERATIONS = 600_000;
@@ -122,7 +123,5 @@ export async function verifyPassword(password: string, stored: string | null): P
   }
   const expected = fromBase64(hash);
   const actual = await derive(password, fromBase64(salt), Number(count));
-  let difference = expected.length ^ actual.length;
-  for (let i = 0; i < expected.length; i++) difference |= expected[i]! ^ (actual[i] ?? 0);
-  return difference === 0;
+  return sameBytes(expected, actual);
 }

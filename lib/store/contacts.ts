@@ -17,6 +17,7 @@
  *   last commit advances, and readers hide contacts numbered past the counter while the key is
  *   held; so the import shows all at once. Every other write of the user's contacts waits for it.
  */
+import { sha256 } from "../digest.ts";
 import { StoreBusy } from "../errors.ts";
 import { stagedKind, StagedWrite } from "./bulk.ts";
 import {
@@ -135,15 +136,12 @@ async function waitForImport(store: Store, userId: number, deadline: number, wai
 
 /**
  * The hash of a contact's content: equal contents (decisions §3 duplicates) hash alike. SHA-256
- * through Web Crypto, base64url: Node's `crypto` would load Deno's Node layer at every start.
+ * (lib/digest.ts), base64url.
  */
 export async function contentHash(fields: ContactFields): Promise<string> {
   const content = JSON.stringify(CONTACT_FIELDS.map((field) => fields[field]));
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(content));
-  return base64url(new Uint8Array(digest));
+  return base64url(await sha256(content));
 }
-
-const encoder = new TextEncoder();
 
 /** Unpadded base64url (RFC 4648 §5), as the content keys were always written. */
 const base64url = (bytes: Uint8Array) =>

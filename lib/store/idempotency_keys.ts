@@ -16,6 +16,7 @@
  * Claiming is a check-and-set on the entry's versionstamp: of two requests racing for one key,
  * exactly one holds the claim.
  */
+import { sha256Hex } from "../digest.ts";
 import type { Store } from "./store.ts";
 
 /** The answer of an ended request, as replayed. */
@@ -288,14 +289,6 @@ export async function readEntry(
   key: string,
 ): Promise<IdempotencyEntry | null> {
   return (await store.get<IdempotencyEntry>(entryKey(caller, key))).value;
-}
-
-/** SHA-256 of `bytes`, as lower-case hex. */
-export async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(
-    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
-  );
-  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 const through = async (bytes: Uint8Array, stream: CompressionStream | DecompressionStream) =>

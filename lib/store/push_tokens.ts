@@ -6,6 +6,7 @@
  * otherwise land on someone else's phone. `["push_tokens_by_token", platform, sha256(token)]`
  * names the holder (a hash, since a token may exceed Deno KV's key size).
  */
+import { sha256Hex } from "../digest.ts";
 import type { Store } from "./store.ts";
 import { users } from "./users.ts";
 
@@ -27,9 +28,7 @@ const pushTokenKey = (userId: number, platform: PushPlatform): Deno.KvKey => [
 ];
 
 async function holderKey(platform: PushPlatform, token: string): Promise<Deno.KvKey> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
-  const hex = Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0"));
-  return ["push_tokens_by_token", platform, hex.join("")];
+  return ["push_tokens_by_token", platform, await sha256Hex(token)];
 }
 
 /**

@@ -23,6 +23,7 @@ import {
   jwtVerify,
 } from "jose";
 import type { Clock } from "../../clock.ts";
+import { sha256Hex } from "../../digest.ts";
 import { ApiError } from "../../errors.ts";
 
 export interface OidcOptions {
@@ -73,7 +74,7 @@ export class OidcVerifier {
    * cannot be reached to fetch its keys.
    */
   async login(accessToken: string): Promise<string> {
-    const digest = await sha256(accessToken);
+    const digest = await sha256Hex(accessToken);
     const remembered = this.#verified.get(digest);
     if (remembered && this.options.clock.now() < remembered.expiresAt) return remembered.login;
     if (remembered) this.#verified.delete(digest);
@@ -227,11 +228,6 @@ async function fetchJson(url: string, what: string): Promise<unknown> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 const withoutTrailingSlash = (url: string) => url.replace(/\/+$/, "");
