@@ -189,13 +189,17 @@ async function changeUser(
     if (!before) return null;
     const after = change(before);
     const changed = !sameServices(before, after);
-    if (changed) tx.put(users, after);
-    const user = changed ? after : before;
-    const message = userConfigMessage(user);
+    const message = userConfigMessage(changed ? after : before);
     // a new set of ids at each attempt: those of an attempt that lost are never written
     const staged = JSON.stringify(message) === JSON.stringify(userConfigMessage(before))
       ? null
-      : deps.events.stage([message]);
+      : deps.events.stage([message], before.last_event_id ?? null);
+    const user = !changed
+      ? before
+      : staged
+      ? { ...after, last_event_id: staged.entries.at(-1)!.id }
+      : after;
+    if (changed) tx.put(users, user);
     if (staged) tx.also(staged.add);
     return { user, changed, staged };
   });

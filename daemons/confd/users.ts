@@ -79,9 +79,19 @@ const editable = {
 export const userCreateSchema = z.object({ firstname: fields.name(128), ...editable });
 export const userUpdateSchema = z.object({ firstname: fields.name(128).optional(), ...editable });
 
-/** The API shape of a user: every field but the password hash, associations as references. */
+/**
+ * The API shape of a user: every field but the password hash and the internal last event id,
+ * associations as references.
+ */
 export function userView(user: UserRecord) {
-  const { password_hash: _hash, line_ids, voicemail_id, callpermission_ids, ...visible } = user;
+  const {
+    password_hash: _hash,
+    last_event_id: _lastEvent,
+    line_ids,
+    voicemail_id,
+    callpermission_ids,
+    ...visible
+  } = user;
   return {
     ...visible,
     lines: line_ids.map((id) => ({ id })),

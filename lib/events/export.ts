@@ -267,16 +267,19 @@ export class EventExport {
    * Gives `messages` their ids for the atomic operation of the change causing them (decisions §7:
    * the change and its events are durable together, or not at all): the answer's `add(op)` puts
    * their writes in that operation. Once it is committed, call {@link committed}; a staged set
-   * never committed (its transaction ran again, with a new one) is simply dropped.
+   * never committed (its transaction ran again, with a new one) is simply dropped. `above`: the
+   * id of the last event the changed record caused, as read in the change's checked transaction;
+   * the new ids sort after it, so one record's events keep the order of its changes even when
+   * several processes change it (see {@link EventIds.next}).
    *
    * @example
    * const staged = events.stage([userConfigMessage(user)]);
    * await store.commit((op) => { staged.add(op); return op.set(key, user); });
    * events.committed(staged);
    */
-  stage(messages: EventMessage[]): StagedEvents {
+  stage(messages: EventMessage[], above: string | null = null): StagedEvents {
     const targets = { ...this.#targets(), writer: this.#ids.suffix };
-    const entries = messages.map((event) => this.#entry(event));
+    const entries = messages.map((event) => this.#entry(event, above));
     return { entries, add: (op) => addEvents(op, entries, targets) };
   }
 
@@ -309,9 +312,9 @@ export class EventExport {
     };
   }
 
-  /** A new outbox entry for `event`, under a new id. */
-  #entry(event: EventMessage): OutboxEntry {
-    const { id, ms } = this.#ids.next();
+  /** A new outbox entry for `event`, under a new id (greater than `above` too, when given). */
+  #entry(event: EventMessage, above: string | null = null): OutboxEntry {
+    const { id, ms } = this.#ids.next(above);
     return { id, createdAt: ms, attempts: 0, dueAt: ms, lastError: null, event };
   }
 

@@ -78,11 +78,23 @@ export class EventIds {
 
   constructor(private readonly now: () => number) {}
 
-  next(): { id: string; ms: number } {
-    const ms = Math.max(this.now(), this.#lastMs);
-    this.#counter = ms === this.#lastMs ? this.#counter + 1 : 0;
+  /**
+   * A new id; with `above`, one greater than it too. A change passes the id of the last event of
+   * the same record, read in its checked commit: another process may have drawn that one from a
+   * clock a little ahead, or in the same millisecond with a suffix sorting after this one's.
+   */
+  next(above: string | null = null): { id: string; ms: number } {
+    let ms = Math.max(this.now(), this.#lastMs);
+    let counter = ms === this.#lastMs ? this.#counter + 1 : 0;
+    if (above !== null) {
+      const aboveMs = idTime(above);
+      const aboveCounter = Number(above.slice(14, 20));
+      if (aboveMs > ms) [ms, counter] = [aboveMs, aboveCounter + 1];
+      else if (aboveMs === ms) counter = Math.max(counter, aboveCounter + 1);
+    }
     this.#lastMs = ms;
-    const id = `${pad(ms, 13)}-${pad(this.#counter, 6)}-${this.suffix}`;
+    this.#counter = counter;
+    const id = `${pad(ms, 13)}-${pad(counter, 6)}-${this.suffix}`;
     return { id, ms };
   }
 }

@@ -47,6 +47,12 @@ export interface UserRecord {
   entity_id: number | null;
   services: Record<ServiceName, { enabled: boolean }>;
   forwards: Record<ForwardKind, Forward>;
+  /**
+   * The id of the last event a change of this record published (`lib/user_services.ts`): the
+   * next one is drawn above it, so that its events keep the order of its changes across
+   * processes. Internal: no view shows it.
+   */
+  last_event_id?: string;
 }
 
 export const users = new Collection<UserRecord>("users", {

@@ -6,7 +6,7 @@
  * without a pause (a 500). The store now runs a locked operation again, and a transaction that
  * lost waits a random moment before its next try (docs/decisions.md, Errors and HTTP). The events
  * of the changes reach the event URL once each, in the order of their ids, whichever process made
- * them and delivers them, and each user's last change comes last.
+ * them and delivers them, and each user's events keep the order of the user's changes.
  */
 import assert from "node:assert/strict";
 import { DEMO_USERS, DEMO_WEBSERVICE_USER } from "../../lib/demo.ts";
@@ -91,8 +91,11 @@ Deno.test("two processes on one store file: concurrent writes through both, none
       assert.equal(new Set(ids).size, ids.length, "each event delivered once");
       for (const { username } of DEMO_USERS) {
         const events = receiver.received.filter((event) => event.username === username);
-        // delivered in the order of their ids (across processes, not always the order of the changes: docs/decisions.md, Events)
         assert.deepEqual(events.map((event) => event.id), events.map((event) => event.id).sort());
+        // an event is published only when DND changes: in the order of the changes, each event
+        // says the opposite of the one before (ids drawn above the user's last event id)
+        const repeated = events.findIndex((event, n) => n > 0 && event.dnd === events[n - 1]!.dnd);
+        assert.equal(repeated, -1, `${username}: event ${repeated} repeats the state before it`);
       }
     } finally {
       await two?.stop();

@@ -19,7 +19,8 @@ import { EventIds, takeLease } from "../../lib/events/outbox.ts";
 import { createLogger } from "../../lib/log.ts";
 import type { AgentStateEvent, PhoneEvent } from "../../lib/platform/port.ts";
 import { Store } from "../../lib/store/store.ts";
-import { closedPort, ctiUser, setup, type TestContext } from "../helpers.ts";
+import { setDnd } from "../../lib/user_services.ts";
+import { closedPort, confd, ctiUser, setup, type TestContext } from "../helpers.ts";
 
 interface Received {
   id: string;
@@ -439,6 +440,56 @@ Deno.test("event ids sort in publish order, even when the clock steps back", () 
   assert.equal(new Set(made).size, made.length);
   assert.match(made[0]!, /^1767225600000-000000-[a-z0-9]{4}$/);
   assert.match(made[2]!, /^1767225600000-000002-/);
+});
+
+Deno.test("an id drawn above another sorts after it, and later ids after both", () => {
+  const now = 1_767_225_600_000;
+  const ids = new EventIds(() => now);
+  const ahead = `${now + 7}-000004-zzzz`;
+  const sameMs = `${now + 7}-000009-0000`;
+  const behind = `${now - 5_000}-000003-zzzz`;
+  const made = [ids.next().id, ids.next(ahead).id, ids.next(sameMs).id, ids.next(behind).id];
+  made.push(ids.next().id);
+  assert.match(made[1]!, new RegExp(`^${now + 7}-000005-`), "just above an id ahead in time");
+  assert.match(made[2]!, new RegExp(`^${now + 7}-000010-`), "above a larger counter of that ms");
+  assert.match(made[3]!, new RegExp(`^${now + 7}-000011-`), "an older id changes nothing");
+  assert.deepEqual([...made].sort(), made);
+  assert.ok(made[1]! > ahead && made[2]! > sameMs);
+});
+
+Deno.test("a user changed through two processes: the events keep the order of the changes", async () => {
+  // B's clock is 10 s behind A's: without the user's last event id, B's event would sort before
+  // the one A published for the change B's change came after
+  await withExport(async (ctx, target) => {
+    const alice = await ctiUser(ctx, "alice");
+    const { store, platform } = ctx.services;
+    const b = new EventExport({
+      store,
+      clock: new ManualClock(ctx.clock.now() - 10_000),
+      logger: createLogger("error"),
+      url: target.url,
+      secret: null,
+      retentionMs: 3_600_000,
+    });
+    try {
+      const viaA = { store, events: ctx.services.events, platform };
+      const viaB = { store, events: b, platform };
+      for (const [deps, enabled] of [[viaA, true], [viaB, false], [viaA, true], [viaB, false]]) {
+        await setDnd(deps as typeof viaA, alice.id, enabled as boolean);
+      }
+      const dnd = (events: EventMessage[]) =>
+        of(events, "alice").map((event) => (event.message as { dndEnabled: boolean }).dndEnabled);
+      assert.deepEqual(dnd(await ctx.services.events.retained()), [true, false, true, false]);
+      await ctx.services.events.deliverDue();
+      assert.deepEqual(dnd(target.events()), [true, false, true, false]);
+      const api = await confd(ctx);
+      const view = await (await api.get(`/users/${alice.id}`)).json();
+      assert.equal(view.username, "alice");
+      assert.equal("last_event_id" in view, false, "internal: never shown");
+    } finally {
+      await b.close();
+    }
+  });
 });
 
 Deno.test("an export that was never started delivers only when asked", async () => {
