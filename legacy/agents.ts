@@ -21,7 +21,7 @@
  * line or agent may leave the platform refusing the login: 409 `Conflict` with its reason.
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { agentLoggedOn } from "../lib/agent_control.ts";
 import { SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 import { ApiError } from "../lib/errors.ts";

@@ -18,7 +18,7 @@
  * without a destination).
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { authenticate } from "../lib/auth/authenticate.ts";
 import { changeDnd, changeForward, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 import { ApiError } from "../lib/errors.ts";

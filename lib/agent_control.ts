@@ -6,7 +6,7 @@
  * platform port; its refusals (`PlatformRefusal`: `no_extension`, `already_logged`,
  * `extension_in_use`, `not_logged`) are for each area to answer in its own form.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { type AgentStateName, PlatformRefusal } from "./platform/port.ts";
 import type { Services } from "./services.ts";
 import { type AgentRecord, agents, getAgent, listAgents } from "./store/agents.ts";

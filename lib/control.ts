@@ -3,7 +3,7 @@
  * API share: their success answer, the body codes of the spec's errors 7, the user their path
  * names, and how a DND or forward change is answered.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ApiError, PlatformUnavailable } from "./errors.ts";
 import type { BodyCodes } from "./http.ts";
 import type { Platform } from "./platform/port.ts";

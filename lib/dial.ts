@@ -13,7 +13,7 @@
  * id name and number at most 80 characters, no control characters, blank meaning none.
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { SUCCESS } from "./control.ts";
 import { ApiError } from "./errors.ts";
 import { type AppEnv, bodyObject, checkBody, readBody, required } from "./http.ts";

@@ -4,7 +4,7 @@
  * into its own answer form.
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { z } from "zod";
+import * as z from "zod";
 
 /** The body of every 2.0 and 1.0 error, e.g. `{"error": "UserNotFound", "message": "…"}`. */
 export const API_ERROR_BODY = z.object({

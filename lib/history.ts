@@ -12,7 +12,7 @@
  * `?size=1.5`, `?days=0`) answers 400 `BadRequest`, the code of dial's invalid requests (the spec
  * names no code for a bad query value; `JsonErrorDecoding` is about bodies).
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Context } from "hono";
 import { ApiError } from "./errors.ts";
 import type { Services } from "./services.ts";

@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { Identity } from "./auth/tokens.ts";
 import {
   ApiError,

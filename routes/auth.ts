@@ -6,7 +6,7 @@
  */
 import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
 import { Hono, type MiddlewareHandler } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { CTI_USER_ALIAS } from "../lib/auth/acl.ts";
 import { authenticate, MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
 import { readToken } from "../lib/auth/guard.ts";

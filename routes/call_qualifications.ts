@@ -25,7 +25,7 @@
  */
 import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { toCsv } from "../lib/csv.ts";
 import { ApiError } from "../lib/errors.ts";

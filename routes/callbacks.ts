@@ -19,7 +19,7 @@
  */
 import { operation } from "../lib/openapi/operation.ts";
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { agentStatus, userOfAgentLine } from "../lib/agent_control.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { idempotent } from "../lib/idempotency.ts";

@@ -4,7 +4,7 @@
  * belong to the token's CTI user; a web service user's token is refused with 403 `Forbidden`, and
  * another user's contact is 404 `ContactNotFound` like one that does not exist.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { type Context, Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";

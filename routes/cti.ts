@@ -6,7 +6,7 @@
  * 403 `Forbidden`, more sockets than `SVC_CTI_MAX_PER_USER` 429 `TooManyConnections`, a request
  * that is no WebSocket upgrade 426 `UpgradeRequired`, a broken handshake 400 `BadRequest`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { type Context, Hono } from "hono";
 import { readToken } from "../lib/auth/guard.ts";

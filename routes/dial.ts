@@ -18,7 +18,7 @@
  * the body names (callee, queue), then the platform (a `PlatformRefusal` keeps its message). The
  * commands and their limits are in `lib/dial.ts`, shared with the 1.0 API.
  */
-import type { z } from "zod";
+import type * as z from "zod";
 import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
 import { SUCCESS_BODY } from "../lib/control.ts";
 import { type Context, Hono } from "hono";

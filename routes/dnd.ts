@@ -4,7 +4,7 @@
  * `PUT /1.1/users/{id}/services/dnd`.
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { idempotent } from "../lib/idempotency.ts";

@@ -10,7 +10,7 @@ import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import { operation } from "../lib/openapi/operation.ts";
 import { OPENAPI_PATH } from "./openapi.ts";
-import { z } from "zod";
+import * as z from "zod";
 
 /** The page: Swagger UI's files and our start script, nothing inline. */
 const PAGE = `<!doctype html>

@@ -11,7 +11,7 @@
  *   one minute at least). A comment every 15 s keeps proxies from closing an idle stream; a client
  *   with more than `SVC_CTI_SEND_BUFFER` bytes unread is sent an `overflow` event and closed.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";

@@ -10,7 +10,7 @@
  */
 import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { changeForward, pathUser, SERVICE_BODY, SUCCESS, SUCCESS_BODY } from "../lib/control.ts";
 import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";

@@ -4,7 +4,7 @@
  * and `GET /version` (svc's version and the git revision of the build, `lib/version.ts`). None
  * needs a token: probes and deploy checks call them, and nothing they tell is secret.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import type { AppEnv } from "../lib/http.ts";

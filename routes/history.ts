@@ -11,7 +11,7 @@
  * `BadRequest` of a bad `size` or `days`, are those of `lib/history.ts`. An unknown user: 400
  * `UserNotFound`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";

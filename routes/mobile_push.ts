@@ -22,7 +22,7 @@
  */
 import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, bodyObject, readBody } from "../lib/http.ts";

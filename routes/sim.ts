@@ -6,7 +6,7 @@
 import { operation } from "../lib/openapi/operation.ts";
 import { SUCCESS_BODY } from "../lib/control.ts";
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, readJson } from "../lib/http.ts";

@@ -20,7 +20,7 @@ import { serverUuid } from "../lib/store/server_identity.ts";
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { decodeJwt } from "jose";
-import { z } from "zod";
+import * as z from "zod";
 import { CTI_USER_ALIAS, expandAcls, isAllowed } from "../lib/auth/acl.ts";
 import { authenticate } from "../lib/auth/authenticate.ts";
 import type { Identity } from "../lib/auth/tokens.ts";

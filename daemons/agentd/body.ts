@@ -1,6 +1,6 @@
 /** The bodies of the agent daemon's commands, read into `400 invalid fields: <names>` errors. */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { invalidFields } from "./errors.ts";
 
 /** `POST …/login`: both strings, not empty; other fields are ignored. */

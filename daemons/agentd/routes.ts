@@ -13,7 +13,7 @@ import {
   changeMembership,
 } from "../../lib/agent_control.ts";
 import { operation } from "../../lib/openapi/operation.ts";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import { PlatformRefusal } from "../../lib/platform/port.ts";
 import type { Services } from "../../lib/services.ts";

@@ -5,7 +5,7 @@
  * changes; `password` is write-only.
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { agentPasswordHash, type AgentRecord, agents, buildAgent } from "../../lib/store/agents.ts";

@@ -1,6 +1,6 @@
 /** Reading request bodies and query values the configuration daemon's way. */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { badInput, inputError, notFound } from "./errors.ts";
 
 /**

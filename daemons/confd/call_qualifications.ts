@@ -3,7 +3,7 @@
  * offer them through `/1.1/queues/{id}/call_qualifications/{qualification_id}` (see `queues.ts`);
  * the view shows those queues as `queues` (`[{id}]`, read-only).
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Services } from "../../lib/services.ts";
 import {
   buildCallQualification,

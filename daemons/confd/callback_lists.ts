@@ -4,7 +4,7 @@
  * periods gets the default period `All day` 00:00-23:59. Deleting a list deletes its callback
  * requests and their tickets.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Services } from "../../lib/services.ts";
 import {
   buildCallbackList,

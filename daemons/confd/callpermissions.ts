@@ -4,7 +4,7 @@
  * to many with users.
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import {

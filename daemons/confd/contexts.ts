@@ -1,5 +1,5 @@
 /** `/1.1/contexts`: numbering plans with the ranges users and queues take their numbers from. */
-import { z } from "zod";
+import * as z from "zod";
 import { type ContextRecord, contexts } from "../../lib/store/contexts.ts";
 import { extensions } from "../../lib/store/extensions.ts";
 import { lines } from "../../lib/store/lines.ts";

@@ -7,7 +7,7 @@
  * read other records.
  */
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { type Collection, transact, Transaction, UniqueConflict } from "../../lib/store/records.ts";

@@ -4,7 +4,7 @@
  * with lines cannot be deleted. The GET `associate_line`/`dissociate_line` routes were removed
  * (16.03) and answer 404.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { canonicalAddress } from "../../lib/ip_address.ts";
 import type { Services } from "../../lib/services.ts";
 import { type DeviceRecord, devices, newDeviceId, normalizeMac } from "../../lib/store/devices.ts";

@@ -3,7 +3,7 @@
  * helpers every `/users/{id}/…` association route of voicemails and call permissions shares.
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { entities, type EntityRecord } from "../../lib/store/entities.ts";

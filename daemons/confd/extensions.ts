@@ -3,7 +3,7 @@
  * keeps to the context's user ranges when it changes (and the line's caller id number follows it),
  * and cannot be deleted.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Services } from "../../lib/services.ts";
 import { type ContextRecord, contexts, inRanges } from "../../lib/store/contexts.ts";
 import { followMainUserIn, lines, sameCallerId } from "../../lib/store/lines.ts";

@@ -1,5 +1,5 @@
 /** `/1.1/labels`: named tags for users, `name` unique. */
-import { z } from "zod";
+import * as z from "zod";
 import type { Services } from "../../lib/services.ts";
 import { type LabelRecord, labels } from "../../lib/store/labels.ts";
 import { fields } from "./body.ts";

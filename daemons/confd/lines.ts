@@ -6,7 +6,7 @@
  * unless written explicitly (`followMainUserIn`). Also the deprecated `/lines_sip` list.
  */
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { devices, deviceStatus } from "../../lib/store/devices.ts";

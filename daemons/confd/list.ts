@@ -3,7 +3,7 @@
  * `search`, `order`, `direction`, `limit`, `offset` (`skip` as a deprecated alias) and exact-match
  * filters on fields (`?context=default`). `total` counts the matches before paging.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Context } from "hono";
 import { inputError } from "./errors.ts";
 

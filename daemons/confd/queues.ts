@@ -6,7 +6,7 @@
  * name never changes.
  */
 import { type Context, Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { changeMembership } from "../../lib/agent_control.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";

@@ -3,7 +3,7 @@
  * and `/1.1/switchboards/{id}/stats`: per-day figures (UTC days) of the calls the telephony
  * simulator recorded for a switchboard.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Services } from "../../lib/services.ts";
 import { transact } from "../../lib/store/records.ts";
 import type { Store } from "../../lib/store/store.ts";

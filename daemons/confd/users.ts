@@ -4,7 +4,7 @@
  * The lines a user is the main user of follow its caller id (`followUserInLines`).
  */
 import { Hono } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { hashPassword } from "../../lib/auth/passwords.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";

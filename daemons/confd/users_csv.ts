@@ -10,7 +10,7 @@
  */
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { z } from "zod";
+import type * as z from "zod";
 import { hashPasswords } from "../../lib/auth/passwords.ts";
 import { parseCsv, toCsv, unneutraliseCell } from "../../lib/csv.ts";
 import type { AppEnv } from "../../lib/http.ts";

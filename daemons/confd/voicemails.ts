@@ -5,7 +5,7 @@
  * its users as `{id, uuid, firstname, lastname}`.
  */
 import type { Context } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { transact, type Transaction } from "../../lib/store/records.ts";

@@ -2,7 +2,7 @@
  * `/1.1/webservice_users`: the technical users who log in on `/svc/api/2.0/auth/webservice` with
  * their ACLs. `password` is write-only and stored hashed; a PUT with a password changes it.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Services } from "../../lib/services.ts";
 import { hashPassword } from "../../lib/auth/passwords.ts";
 import {

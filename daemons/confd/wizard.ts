@@ -6,7 +6,7 @@
  * unconfigured (no user can hold a token yet) and afterwards needs `confd.wizard.discover.read`.
  */
 import { type Context, Hono, type Next } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import {

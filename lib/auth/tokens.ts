@@ -4,7 +4,7 @@
  * `exp`/`iat` (s), `jti` and the token format version `v`.
  */
 import { base64url, compactVerify, SignJWT } from "jose";
-import { z } from "zod";
+import * as z from "zod";
 import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Store } from "../store/store.ts";

@@ -3,7 +3,7 @@
  * reads and sends: svc sends `{msgType, ctiMessage}`, the client sends `{claz: "web", command, …}`
  * or `{claz: "ping"}`.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { type EventMessage, serviceFields } from "../events/messages.ts";
 import type { PhoneStatus } from "../platform/port.ts";
 import type { UserRecord } from "../store/users.ts";

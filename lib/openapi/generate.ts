@@ -7,7 +7,7 @@
  */
 import { isMiddlewareEntry } from "../no_route.ts";
 import { COMPOSED_HANDLER } from "hono/utils/constants";
-import { z } from "zod";
+import * as z from "zod";
 import {
   type BodySpec,
   guardOf,

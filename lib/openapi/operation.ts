@@ -5,7 +5,7 @@
  * handler it is given, and the tags are kept in weak maps keyed by the functions themselves.
  */
 import type { Handler, MiddlewareHandler } from "hono";
-import type { z } from "zod";
+import type * as z from "zod";
 
 /** One answer: a zod schema (JSON), `null` (no body), or another media type. */
 export type ResponseSpec =
