@@ -170,8 +170,8 @@ export function openApiRoutes(routes: () => readonly RouteEntry[]) {
     // is loaded by the first request of such a document, not at start
     let yaml: Promise<string> | undefined;
     const yamlText = () =>
-      yaml ??= import("yaml").then(({ stringify }) =>
-        stringify(subDocument(document(), base, keep), { aliasDuplicateObjects: false })
+      yaml ??= import("js-yaml").then(({ dump }) =>
+        dump(subDocument(document(), base, keep), { noRefs: true, lineWidth: -1 })
       );
     app.get(
       path,
