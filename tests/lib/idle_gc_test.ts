@@ -36,3 +36,27 @@ Deno.test("one collection once idle after the start and requests, none while idl
     stop();
   }
 });
+
+Deno.test("no collection while requests keep coming, one once they stop", async () => {
+  let collections = 0;
+  const idleMs = 200;
+  const { handler, stop } = collectWhenIdle(() => new Response("ok"), () => collections++, idleMs);
+  const alive = setInterval(() => {}, 1000);
+  try {
+    // a request every 50 ms for 600 ms: never idle for 200 ms (timers may run late, not early)
+    const until = performance.now() + 600;
+    let lastRequest = 0;
+    while (performance.now() < until) {
+      lastRequest = performance.now();
+      await handler(new Request("http://svc.test/health"), info);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(collections, 0, "collected while requests kept coming");
+    }
+    while (collections === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.ok(performance.now() - lastRequest >= idleMs, "only once idle for idleMs");
+    assert.equal(collections, 1);
+  } finally {
+    clearInterval(alive);
+    stop();
+  }
+});
