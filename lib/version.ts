@@ -5,7 +5,7 @@
  * - From a source checkout, the revision is read from the repository's `.git` once, when first
  *   asked (at start-up: the metrics ask for it), from files only (the start task has no
  *   `--allow-run` for `git`).
- * - `deno task bundle` writes the revision into `dist/svc.js` (`tools/stamp_revision.ts` replaces
+ * - `deno task bundle` writes the revision into `dist/svc.js` (`tools/finish_bundle.ts` replaces
  *   {@link REVISION_SLOT}), so a bundle copied anywhere still tells it.
  * - `unknown` when neither is there (a compiled executable, Deno Deploy, a checkout without `.git`).
  */

@@ -2,10 +2,11 @@
  * `deno task bundle` gives one self-contained file that serves: the bundle runs without the
  * repository's deno.json (`--no-config`) and answers `GET /health`; copied out of the repository,
  * it still tells the revision it was built from (`GET /version`) and serves `GET /metrics`
- * (prom-client bundled in).
+ * (prom-client bundled in). `tools/finish_bundle.ts` left it in ASCII, without `node:module`.
  */
 import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
+import { REVISION_SLOT } from "../../lib/version.ts";
 import { parseExposition, valueOf } from "../prometheus.ts";
 import { repoRoot, runServerToExit, startServer, withTempDir } from "./server.ts";
 
@@ -34,6 +35,15 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
   assert.ok(build.success, `deno task bundle failed:\n${new TextDecoder().decode(build.stderr)}`);
   const bundle = new URL("dist/svc.js", repoRoot);
   assert.ok((await Deno.stat(bundle)).isFile, "dist/svc.js is missing");
+
+  await t.step("finished: ASCII only, Node's layer not loaded at start", async () => {
+    const text = await Deno.readTextFile(bundle);
+    // V8 keeps a source with one character outside ASCII in two bytes per character
+    assert.equal(text.search(/[\u0080-\uffff]/), -1, "a character outside ASCII");
+    // the bundler's createRequire imports node:module, which loads Deno's Node layer (8 MB)
+    assert.ok(!text.includes('from "node:module"'), "node:module imported");
+    assert.ok(!text.includes(REVISION_SLOT), "the revision slot is stamped");
+  });
 
   await t.step("in the repository: GET /health", async () => {
     // --no-config: the bundle must not need the repository's deno.json or its dependencies.
