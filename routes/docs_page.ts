@@ -41,23 +41,70 @@ const START = `window.ui = SwaggerUIBundle({
 });
 `;
 
-const OWN_FILES: Record<string, { type: string; text: string }> = {
+/** A file of the page: its media type and its text, or its gzip bytes after {@link GZIP_MARK}. */
+export interface DocsFile {
+  type: string;
+  text: string;
+}
+
+/**
+ * Starts a file's `text` that holds the base64 of its gzip bytes (`tools/finish_bundle.ts` stores
+ * the large Swagger UI files so in the bundle): no JavaScript or CSS file starts with NUL.
+ */
+export const GZIP_MARK = "\u0000gzip-base64:";
+
+const OWN_FILES: Record<string, DocsFile> = {
   "start.js": { type: "text/javascript; charset=utf-8", text: START },
 };
 
 /** Swagger UI's files, loaded on first use (about 2 MB). */
 const swaggerUi = (() => {
-  let loading: Promise<Record<string, { type: string; text: string }>> | undefined;
+  let loading: Promise<Record<string, DocsFile>> | undefined;
   return () => loading ??= import("./docs_assets.ts").then((m) => m.SWAGGER_UI_FILES);
 })();
 
 /** A file by name, never a property every object has (`constructor`, `__proto__`…). */
-const ownFile = (files: Record<string, { type: string; text: string }>, name: string) =>
+const ownFile = (files: Record<string, DocsFile>, name: string) =>
   Object.hasOwn(files, name) ? files[name] : undefined;
+
+/** Whether an `Accept-Encoding` value takes gzip (by name or `*`, with a weight above 0). */
+export function acceptsGzip(header: string | undefined): boolean {
+  let gzip: number | null = null;
+  let any: number | null = null;
+  for (const part of (header ?? "").split(",")) {
+    const [coding = "", ...params] = part.split(";").map((piece) => piece.trim().toLowerCase());
+    const q = params.find((param) => param.startsWith("q="));
+    const weight = q === undefined ? 1 : Number(q.slice(2));
+    if (coding === "gzip" || coding === "x-gzip") gzip = weight;
+    else if (coding === "*") any = weight;
+  }
+  const weight = gzip ?? any ?? 0;
+  return weight > 0; // NaN (a malformed weight) is not above 0
+}
+
+/** The gzip bytes of files stored gzipped, decoded once each. */
+const gzipBytes = new WeakMap<DocsFile, Uint8Array<ArrayBuffer>>();
+
+/** A file's body and the headers it needs: gzipped files as they are, when the client takes gzip. */
+async function fileBody(file: DocsFile, acceptEncoding: string | undefined) {
+  if (!file.text.startsWith(GZIP_MARK)) return { body: file.text, headers: {} };
+  let bytes = gzipBytes.get(file);
+  if (!bytes) {
+    bytes = Uint8Array.fromBase64(file.text.slice(GZIP_MARK.length));
+    gzipBytes.set(file, bytes);
+  }
+  const vary = { Vary: "Accept-Encoding" };
+  if (acceptsGzip(acceptEncoding)) {
+    return { body: bytes, headers: { ...vary, "Content-Encoding": "gzip" } };
+  }
+  const plain = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return { body: await new Response(plain).text(), headers: vary };
+}
 
 const ASSETS = ["start.js", "swagger-ui-bundle.js", "swagger-ui.css", "LICENSE"] as const;
 
-export function docsPageRoutes() {
+/** The routes; `files`: Swagger UI's files (the tests give some stored gzipped). */
+export function docsPageRoutes(files: () => Promise<Record<string, DocsFile>> = swaggerUi) {
   return new Hono<AppEnv>()
     .get(
       "/docs",
@@ -75,11 +122,13 @@ export function docsPageRoutes() {
         errors: { 404: "`NotFound`: no such file" },
       }, async (c) => {
         const name = c.req.param("asset") ?? "";
-        const file = ownFile(OWN_FILES, name) ?? ownFile(await swaggerUi(), name);
+        const file = ownFile(OWN_FILES, name) ?? ownFile(await files(), name);
         if (!file) throw new ApiError(404, "NotFound", `no file ${name} in the docs`);
-        return c.body(file.text, 200, {
+        const { body, headers } = await fileBody(file, c.req.header("accept-encoding"));
+        return c.body(body, 200, {
           "Content-Type": file.type,
           "Cache-Control": "public, max-age=3600",
+          ...headers,
         });
       }),
     );

@@ -2,11 +2,12 @@
  * `deno task bundle` gives one self-contained file that serves: the bundle runs without the
  * repository's deno.json (`--no-config`) and answers `GET /health`; copied out of the repository,
  * it still tells the revision it was built from (`GET /version`) and serves `GET /metrics`
- * (prom-client bundled in). `tools/finish_bundle.ts` left it in ASCII, without `node:module`.
+ * (prom-client bundled in). `tools/finish_bundle.ts` left it in ASCII, without `node:module`, its docs files gzipped.
  */
 import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
 import { REVISION_SLOT } from "../../lib/version.ts";
+import { SWAGGER_UI_FILES } from "../../routes/docs_assets.ts";
 import { parseExposition, valueOf } from "../prometheus.ts";
 import { repoRoot, runServerToExit, startServer, withTempDir } from "./server.ts";
 
@@ -53,6 +54,19 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
       assert.equal(response.status, 200);
       assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
       assert.deepEqual(await response.json(), { status: "ok" });
+      // Swagger UI's large files, stored gzipped in the bundle: the same bytes, either way
+      for (const [name, text] of Object.entries(SWAGGER_UI_FILES)) {
+        const url = `${server.baseUrl}/docs/${name}`;
+        const plain = await fetch(url, { headers: { "Accept-Encoding": "identity" } });
+        assert.equal(plain.headers.get("content-encoding"), null, name);
+        assert.equal(await plain.text(), text.text, name);
+        // fetch asks for gzip and decodes it: what it reads is the file itself
+        const gzipped = await fetch(url);
+        if (text.text.length > 100_000) { // the ones stored gzipped
+          assert.equal(gzipped.headers.get("content-encoding"), "gzip", name);
+        }
+        assert.equal(await gzipped.text(), text.text, name);
+      }
     } finally {
       await server.stop();
     }

@@ -4,6 +4,7 @@
  * schema in it compiles, and the app serves it (JSON, and YAML per daemon) and the docs page.
  */
 import assert from "node:assert/strict";
+import { acceptsGzip, docsPageRoutes, GZIP_MARK } from "../../routes/docs_page.ts";
 import SwaggerParser from "@apidevtools/swagger-parser";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
@@ -145,4 +146,47 @@ Deno.test("the app serves the document, each daemon's part in YAML, and the docs
       await expectError(await app.request(`/docs/${name}`), 404, "NotFound");
     }
   });
+});
+
+Deno.test("a docs file stored gzipped (the bundle's way): its bytes to gzip clients, text to others", async () => {
+  const text = "window.swagger = 1;\n".repeat(5_000);
+  const gzipped = await new Response(
+    new Blob([text]).stream().pipeThrough(new CompressionStream("gzip")),
+  ).bytes();
+  const file = { type: "text/javascript; charset=utf-8", text: GZIP_MARK + gzipped.toBase64() };
+  const app = docsPageRoutes(() => Promise.resolve({ "swagger-ui-bundle.js": file }));
+  const get = (acceptEncoding: string) =>
+    app.request("/docs/swagger-ui-bundle.js", { headers: { "Accept-Encoding": acceptEncoding } });
+  for (const accepted of ["gzip", "deflate, gzip;q=0.5", "br, *", "GZIP"]) {
+    const response = await get(accepted);
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get("content-encoding"), "gzip", accepted);
+    assert.equal(response.headers.get("vary"), "Accept-Encoding");
+    assert.deepEqual(await response.bytes(), gzipped, accepted);
+  }
+  for (const refused of ["identity", "", "gzip;q=0", "*;q=0", "br, gzip;q=x"]) {
+    const response = await get(refused);
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get("content-encoding"), null, refused);
+    assert.equal(response.headers.get("vary"), "Accept-Encoding");
+    assert.equal(await response.text(), text, refused);
+  }
+});
+
+Deno.test("acceptsGzip reads Accept-Encoding by coding and weight", () => {
+  const cases: [string | undefined, boolean][] = [
+    [undefined, false],
+    ["gzip", true],
+    ["x-gzip", true],
+    ["gzip;q=0.001", true],
+    ["gzip; q=0", false],
+    ["*", true],
+    ["*, gzip;q=0", false],
+    ["gzip;q=0, *", false],
+    ["deflate, br", false],
+    ["gzip;q=abc", false],
+  ];
+  for (const [header, accepted] of cases) {
+    assert.equal(acceptsGzip(header), accepted, String(header));
+  }
 });
