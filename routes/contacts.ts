@@ -204,9 +204,10 @@ interface Derived {
   entries: { entry: string[]; contact_id: string; number: string }[];
   /**
    * The list view's body for the statuses of `signature`, read at the platform's status `version`,
-   * kept for the next request (as UTF-8 bytes: nothing to encode per answer).
+   * kept for the next request (as text: Deno copies a byte body in `new Response`, and writes a
+   * text straight from the string).
    */
-  body?: { version: number | null; signature: string; bytes: Uint8Array<ArrayBuffer> };
+  body?: { version: number | null; signature: string; text: string };
 }
 
 const derivedViews = new WeakMap<readonly ContactRecord[], Derived>();
@@ -253,7 +254,7 @@ function listView(
   if (recent) {
     const body = derive(recent).body;
     const version = platform.phoneStatusVersion();
-    if (body && version !== null && body.version === version) return jsonResponse(body.bytes);
+    if (body && version !== null && body.version === version) return jsonResponse(body.text);
   }
   return freshListView(services, phoneStatuses, userId);
 }
@@ -273,26 +274,23 @@ async function freshListView(
     const statuses = derived.numbers.length ? await phoneStatuses(derived.numbers) : new Map();
     // the text changes only with the contacts (a new `derived`) or a status: reuse it
     const signature = derived.numbers.map((number) => statuses.get(number) ?? -2).join(",");
-    let bytes = body?.bytes;
-    if (bytes === undefined || body?.signature !== signature) {
-      bytes = encoder.encode(JSON.stringify({
+    let text = body?.text;
+    if (text === undefined || body?.signature !== signature) {
+      text = JSON.stringify({
         headers: LIST_HEADERS,
         entries: derived.entries.map(({ entry, contact_id, number }) => ({
           status: statuses.get(number) ?? -2,
           entry,
           contact_id,
         })),
-      }));
+      });
     }
-    body = derived.body = { version, signature, bytes };
+    body = derived.body = { version, signature, text };
   }
-  return jsonResponse(body.bytes);
+  return jsonResponse(body.text);
 }
 
-const encoder = new TextEncoder();
-
-const jsonResponse = (bytes: Uint8Array<ArrayBuffer>) =>
-  new Response(bytes, { headers: JSON_HEADERS });
+const jsonResponse = (text: string) => new Response(text, { headers: JSON_HEADERS });
 
 const JSON_HEADERS = { "Content-Type": "application/json" };
 

@@ -117,13 +117,16 @@ export function listItems<T extends object, V = T>(
 
 /** Pages kept per list, by query string, while the list is the same array (see `listJson`). */
 const KEPT_PAGES = 32;
-const pages = new WeakMap<readonly object[], Map<string, Uint8Array<ArrayBuffer>>>();
-const encoder = new TextEncoder();
+/**
+ * Kept as text, not bytes: Deno copies a byte body in `new Response` (18 µs for a page of 100 users,
+ * 73 KB) and writes a text straight from the string (bench/README.md: twice the answers per second).
+ */
+const pages = new WeakMap<readonly object[], Map<string, string>>();
 
 /**
  * {@link listItems} answered as JSON, for a list read from a collection's cache (the same array
  * while the collection is unchanged): the text of each query is kept with that array, so a client
- * asking the same page again (a dashboard polling) costs no paging, serialising or encoding. A write
+ * asking the same page again (a dashboard polling) costs no paging or serialising. A write
  * to the collection gives a new array, and the kept pages go with the old one.
  *
  * @example
@@ -137,11 +140,11 @@ export function listJson<T extends object, V = T>(
   let kept = pages.get(items);
   if (!kept) pages.set(items, kept = new Map());
   const query = new URL(c.req.url).search;
-  let bytes = kept.get(query);
-  if (bytes === undefined) {
-    bytes = encoder.encode(JSON.stringify(listItems(c, items, options))); // sets Deprecation
+  let text = kept.get(query);
+  if (text === undefined) {
+    text = JSON.stringify(listItems(c, items, options)); // sets Deprecation
     if (kept.size >= KEPT_PAGES) kept.clear();
-    kept.set(query, bytes);
+    kept.set(query, text);
   } else if (deprecatedSkip(c.req.query())) c.header("Deprecation", "true");
-  return c.body(bytes, 200, { "Content-Type": "application/json" });
+  return c.body(text, 200, { "Content-Type": "application/json" });
 }
