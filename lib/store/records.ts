@@ -7,6 +7,7 @@
  * what it wrote once it committed, so an import becomes visible at once, to every reader.
  */
 import { StoreBusy, Unreachable } from "../errors.ts";
+import { sharedRead } from "./shared_read.ts";
 import { raceBackoff, type Store } from "./store.ts";
 
 type IndexValue = string | number;
@@ -290,6 +291,21 @@ export class Collection<T extends { id: IndexValue }> {
   }
 
   #cache: { store: Store; version: string | null; records: T[] } | null = null;
+  /**
+   * Reads of the version key per store, shared by the callers that ask while one runs: each
+   * answer still comes from a read that began after its caller asked (`lib/store/shared_read.ts`),
+   * so a write made before is seen, and a busy list costs one read per round trip, not per request.
+   */
+  readonly #versionReads = new WeakMap<Store, () => Promise<string | null>>();
+
+  #version(store: Store): Promise<string | null> {
+    let read = this.#versionReads.get(store);
+    if (!read) {
+      read = sharedRead(async () => (await store.get(this.versionKey)).versionstamp);
+      this.#versionReads.set(store, read);
+    }
+    return read();
+  }
 
   /**
    * Every record, in id order. The list is kept in memory and read again only when the
@@ -298,7 +314,7 @@ export class Collection<T extends { id: IndexValue }> {
    * its last commit, the one that makes it visible.
    */
   async all(store: Store): Promise<T[]> {
-    const version = (await store.get(this.versionKey)).versionstamp;
+    const version = await this.#version(store);
     if (this.#cache?.store === store && this.#cache.version === version) return this.#cache.records;
     const records = (await listVisible<T>(store, { prefix: [this.name] })).map((entry) =>
       entry.value

@@ -244,3 +244,27 @@ Deno.test("a transaction may start from a record read before; it is checked at c
     });
   });
 });
+
+Deno.test("lists asked at once share their version reads, yet each sees every write made before it was asked", async () => {
+  // two handles on one file, as two processes: the other's writes are seen through the version
+  // key only (no local-write note); readers keep asking meanwhile, so that reads are shared
+  const dir = await Deno.makeTempDir();
+  const [reader, writer] = [await Store.open(`${dir}/kv`), await Store.open(`${dir}/kv`)];
+  let writing = true;
+  const busy = Array.from({ length: 8 }, async () => {
+    while (writing) await things.all(reader);
+  });
+  try {
+    for (let id = 1; id <= 150; id++) {
+      await things.put(writer, { id, name: `thing ${id}`, code: null });
+      const seen = await things.all(reader);
+      assert.equal(seen.at(-1)?.id, id, `the write of ${id} is seen by a list asked after it`);
+    }
+  } finally {
+    writing = false;
+    await Promise.all(busy);
+    reader.close();
+    writer.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
