@@ -7,7 +7,7 @@
  * what it wrote once it committed, so an import becomes visible at once, to every reader.
  */
 import { StoreBusy, Unreachable } from "../errors.ts";
-import { sharedRead } from "./shared_read.ts";
+import { batchedRead, sharedRead } from "./shared_read.ts";
 import { raceBackoff, type Store } from "./store.ts";
 
 type IndexValue = string | number;
@@ -232,9 +232,38 @@ export class Collection<T extends { id: IndexValue }> {
     });
   }
 
-  /** The record `id` as readers see it (a bulk write not yet committed shows nothing of it). */
+  /**
+   * The record `id` as readers see it (a bulk write not yet committed shows nothing of it). The
+   * records asked while a read runs are read together by the next one (`getMany`), each answer
+   * from a read begun after its caller asked (`lib/store/shared_read.ts`).
+   */
   async get(store: Store, id: IndexValue): Promise<T | null> {
-    return (await readVisible<T>(store, this.key(id))).value;
+    let read = this.#gets.get(store);
+    if (!read) this.#gets.set(store, read = batchedRead((ids) => this.#visible(store, ids)));
+    return (await read([id])).get(id) ?? null;
+  }
+
+  readonly #gets = new WeakMap<
+    Store,
+    (ids: Iterable<IndexValue>) => Promise<Map<IndexValue, T | null>>
+  >();
+
+  /** The records `ids` as readers see them: each `getMany` with the hidden writes' key. */
+  async #visible(store: Store, ids: IndexValue[]): Promise<Map<IndexValue, T | null>> {
+    const chunks: IndexValue[][] = [];
+    // Deno KV reads 10 keys at most at once: 9 records and the hidden writes' key
+    for (let start = 0; start < ids.length; start += 9) chunks.push(ids.slice(start, start + 9));
+    const read = await Promise.all(chunks.map(async (chunk) => {
+      const entries = await store.getMany<unknown>([
+        ...chunk.map((id) => this.key(id)),
+        hiddenWritesKey,
+      ]);
+      const writes = hiddenWrites(entries.at(-1)!);
+      return chunk.map((id, i) =>
+        [id, visibleValue(entries[i]!.value, writes) as T | null] as const
+      );
+    }));
+    return new Map(read.flat());
   }
 
   /**

@@ -268,3 +268,46 @@ Deno.test("lists asked at once share their version reads, yet each sees every wr
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("records asked at once are read together, each as written before it was asked", async () => {
+  const dir = await Deno.makeTempDir();
+  const [reader, writer] = [await Store.open(`${dir}/kv`), await Store.open(`${dir}/kv`)];
+  let writing = true;
+  // other readers keep asking for other records meanwhile, so that reads go together
+  const busy = Array.from({ length: 8 }, async (_, n) => {
+    while (writing) assert.equal(await things.get(reader, 1000 + n), null);
+  });
+  try {
+    for (let id = 1; id <= 60; id++) {
+      await things.put(writer, { id, name: `thing ${id}`, code: null });
+      const [created, missing] = await Promise.all([
+        things.get(reader, id),
+        things.get(reader, id + 500),
+      ]);
+      assert.equal(
+        created?.name,
+        `thing ${id}`,
+        `the write of ${id} is seen by a read asked after it`,
+      );
+      assert.equal(missing, null);
+      await transact(writer, (tx) => Promise.resolve(tx.remove(things, id)));
+      assert.equal(await things.get(reader, id), null, `the removal of ${id} is seen`);
+    }
+    // more records asked at once than one read takes (Deno KV: 10 keys), every other one there
+    for (let id = 101; id <= 125; id += 2) {
+      await things.put(writer, { id, name: `thing ${id}`, code: null });
+    }
+    const ids = Array.from({ length: 25 }, (_, n) => 101 + n);
+    const many = await Promise.all(ids.map((id) => things.get(reader, id)));
+    assert.deepEqual(
+      many.map((thing) => thing?.name ?? null),
+      ids.map((id) => id % 2 ? `thing ${id}` : null),
+    );
+  } finally {
+    writing = false;
+    await Promise.all(busy);
+    reader.close();
+    writer.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
