@@ -13,6 +13,7 @@
 import type { EventExport } from "./events/export.ts";
 import { userConfigMessage } from "./events/messages.ts";
 import type { Platform } from "./platform/port.ts";
+import { inTurn } from "./store/in_turn.ts";
 import { transact } from "./store/records.ts";
 import type { Store } from "./store/store.ts";
 import {
@@ -175,7 +176,19 @@ function applyForward(kind: ForwardKind, current: Forward, change: ForwardChange
  * The steps of the module's description, around `change`; an error `change` throws leaves
  * everything as it was.
  */
-async function changeUser(
+function changeUser(
+  deps: UserServicesDeps,
+  who: number | UserRecord,
+  change: (user: UserRecord) => UserRecord,
+): Promise<UserServicesResult | null> {
+  // one change of a user at a time in this process: its writers no longer race each other, and
+  // the platform is told of the changes in the order they were committed
+  const userId = typeof who === "number" ? who : who.id;
+  // (after a wait, the record the caller read is likely stale: read it again)
+  return inTurn(deps.store, userId, (waited) => changeUserNow(deps, waited ? userId : who, change));
+}
+
+async function changeUserNow(
   deps: UserServicesDeps,
   who: number | UserRecord,
   change: (user: UserRecord) => UserRecord,

@@ -3,8 +3,10 @@
  * through both. Before the fixes, this lost requests two ways: SQLite's "database is locked",
  * answered at once when the other process commits between a transaction's reads and its write (a
  * 503), and transactions that lost the race for the same user fifty times in a row, retrying
- * without a pause (a 500). The store now runs a locked operation again, and a transaction that
- * lost waits a random moment before its next try (docs/decisions.md, Errors and HTTP). The events
+ * without a pause (a 500; still a 503 on a loaded machine, to the user's other writers in the same
+ * process). The store now runs a locked operation again, a transaction that lost waits a random
+ * moment before its next try, and a user's changes take turns within a process
+ * (docs/decisions.md, Errors and HTTP). The events
  * of the changes reach the event URL once each, in the order of their ids, whichever process made
  * them and delivers them, and each user's events keep the order of the user's changes.
  */
