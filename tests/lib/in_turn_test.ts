@@ -17,9 +17,9 @@ Deno.test("calls for one key run one at a time, first come first served; other k
     running--;
     return name;
   };
-  const other = inTurn(store, "b", async (waited) => {
+  const other = inTurn(store, "b", (waited) => {
     log.push(`other${waited ? " waited" : ""}`);
-    return "other";
+    return Promise.resolve("other");
   });
   const answers = await Promise.all([
     inTurn(store, "a", work("first")),
