@@ -245,21 +245,22 @@ Deno.test("a transaction may start from a record read before; it is checked at c
   });
 });
 
-Deno.test("lists asked at once share their version reads, yet each sees every write made before it was asked", async () => {
-  // two handles on one file, as two processes: the other's writes are seen through the version
-  // key only (no local-write note); readers keep asking meanwhile, so that reads are shared
+/**
+ * Two handles on one store file, as two processes: `fn` writes through `writer` while eight
+ * readers keep calling `ask(reader, n)` on `reader`, so that reads asked at once go together.
+ */
+async function withBusyReaders(
+  ask: (reader: Store, n: number) => Promise<unknown>,
+  fn: (reader: Store, writer: Store) => Promise<void>,
+) {
   const dir = await Deno.makeTempDir();
   const [reader, writer] = [await Store.open(`${dir}/kv`), await Store.open(`${dir}/kv`)];
   let writing = true;
-  const busy = Array.from({ length: 8 }, async () => {
-    while (writing) await things.all(reader);
+  const busy = Array.from({ length: 8 }, async (_, n) => {
+    while (writing) await ask(reader, n);
   });
   try {
-    for (let id = 1; id <= 150; id++) {
-      await things.put(writer, { id, name: `thing ${id}`, code: null });
-      const seen = await things.all(reader);
-      assert.equal(seen.at(-1)?.id, id, `the write of ${id} is seen by a list asked after it`);
-    }
+    await fn(reader, writer);
   } finally {
     writing = false;
     await Promise.all(busy);
@@ -267,17 +268,23 @@ Deno.test("lists asked at once share their version reads, yet each sees every wr
     writer.close();
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("lists asked at once share their version reads, yet each sees every write made before it was asked", async () => {
+  // the other handle's writes are seen through the version key only (no local-write note)
+  await withBusyReaders((reader) => things.all(reader), async (reader, writer) => {
+    for (let id = 1; id <= 150; id++) {
+      await things.put(writer, { id, name: `thing ${id}`, code: null });
+      const seen = await things.all(reader);
+      assert.equal(seen.at(-1)?.id, id, `the write of ${id} is seen by a list asked after it`);
+    }
+  });
 });
 
 Deno.test("records asked at once are read together, each as written before it was asked", async () => {
-  const dir = await Deno.makeTempDir();
-  const [reader, writer] = [await Store.open(`${dir}/kv`), await Store.open(`${dir}/kv`)];
-  let writing = true;
-  // other readers keep asking for other records meanwhile, so that reads go together
-  const busy = Array.from({ length: 8 }, async (_, n) => {
-    while (writing) assert.equal(await things.get(reader, 1000 + n), null);
-  });
-  try {
+  const askOther = async (reader: Store, n: number) =>
+    assert.equal(await things.get(reader, 1000 + n), null);
+  await withBusyReaders(askOther, async (reader, writer) => {
     for (let id = 1; id <= 60; id++) {
       await things.put(writer, { id, name: `thing ${id}`, code: null });
       const [created, missing] = await Promise.all([
@@ -303,11 +310,5 @@ Deno.test("records asked at once are read together, each as written before it wa
       many.map((thing) => thing?.name ?? null),
       ids.map((id) => id % 2 ? `thing ${id}` : null),
     );
-  } finally {
-    writing = false;
-    await Promise.all(busy);
-    reader.close();
-    writer.close();
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
