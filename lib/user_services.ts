@@ -207,11 +207,9 @@ async function changeUserNow(
     const staged = JSON.stringify(message) === JSON.stringify(userConfigMessage(before))
       ? null
       : deps.events.stage([message], before.last_event_id ?? null);
-    const user = !changed
-      ? before
-      : staged
-      ? { ...after, last_event_id: staged.entries.at(-1)!.id }
-      : after;
+    // (an event is staged only for a change: the record keeps that event's id)
+    let user = changed ? after : before;
+    if (staged) user = { ...user, last_event_id: staged.entries.at(-1)!.id };
     if (changed) tx.put(users, user);
     if (staged) tx.also(staged.add);
     return { user, changed, staged };

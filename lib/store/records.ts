@@ -243,11 +243,6 @@ export class Collection<T extends { id: IndexValue }> {
     return (await read([id])).get(id) ?? null;
   }
 
-  readonly #gets = new WeakMap<
-    Store,
-    (ids: Iterable<IndexValue>) => Promise<Map<IndexValue, T | null>>
-  >();
-
   /** The records `ids` as readers see them: each `getMany` with the hidden writes' key. */
   async #visible(store: Store, ids: IndexValue[]): Promise<Map<IndexValue, T | null>> {
     const chunks: IndexValue[][] = [];
@@ -321,10 +316,15 @@ export class Collection<T extends { id: IndexValue }> {
 
   #cache: { store: Store; version: string | null; records: T[] } | null = null;
   /**
-   * Reads of the version key per store, shared by the callers that ask while one runs: each
-   * answer still comes from a read that began after its caller asked (`lib/store/shared_read.ts`),
-   * so a write made before is seen, and a busy list costs one read per round trip, not per request.
+   * Per store, the reads of records ({@link get}) and of the version key ({@link all}), shared by
+   * the callers that ask while one runs: each answer still comes from a read begun after its
+   * caller asked (`lib/store/shared_read.ts`), so a write made before, by any process, is seen,
+   * and a busy route costs one read per round trip, not per request.
    */
+  readonly #gets = new WeakMap<
+    Store,
+    (ids: Iterable<IndexValue>) => Promise<Map<IndexValue, T | null>>
+  >();
   readonly #versionReads = new WeakMap<Store, () => Promise<string | null>>();
 
   #version(store: Store): Promise<string | null> {
