@@ -7,8 +7,8 @@
  * `extension_in_use`, `not_logged`) are for each area to answer in its own form.
  */
 import * as z from "zod";
+import type { CoreServices } from "./core_services.ts";
 import { type AgentStateName, PlatformRefusal } from "./platform/port.ts";
-import type { Services } from "./services.ts";
 import { type AgentRecord, agents, getAgent, listAgents } from "./store/agents.ts";
 import { findExtension } from "./store/extensions.ts";
 import { getLine, lineInterface } from "./store/lines.ts";
@@ -68,7 +68,7 @@ export interface AgentStatus {
  * const [status] = await agentStatuses(services, [agent]);
  */
 export async function agentStatuses(
-  services: Services,
+  services: CoreServices,
   agentList: AgentRecord[],
 ): Promise<AgentStatus[]> {
   const [queueList, origin] = await Promise.all([
@@ -98,13 +98,16 @@ export async function agentStatuses(
 }
 
 /** The status of one agent. */
-export async function agentStatus(services: Services, agent: AgentRecord): Promise<AgentStatus> {
+export async function agentStatus(
+  services: CoreServices,
+  agent: AgentRecord,
+): Promise<AgentStatus> {
   return (await agentStatuses(services, [agent]))[0]!;
 }
 
 /** The interface of the line holding `extension` in `context` (`SIP/…`, `SCCP/…`, custom), or null. */
 export async function stateInterface(
-  services: Services,
+  services: CoreServices,
   extension: string,
   context: string,
 ): Promise<string | null> {
@@ -117,7 +120,7 @@ export async function stateInterface(
  * null: the 1.0 API names agents by the phone they are logged on.
  */
 export async function agentLoggedOn(
-  services: Services,
+  services: CoreServices,
   extension: string,
   context?: string,
 ): Promise<{ agent: AgentRecord; status: AgentStatus } | null> {
@@ -139,7 +142,7 @@ export async function agentLoggedOn(
  * from), or null when the agent is not logged or the line has no user.
  */
 export async function userOfAgentLine(
-  services: Services,
+  services: CoreServices,
   status: AgentStatus,
 ): Promise<UserRecord | null> {
   if (!status.logged) return null;
@@ -156,7 +159,7 @@ export async function userOfAgentLine(
  * const agent = await agentOfUser(services, user);
  */
 export async function agentOfUser(
-  services: Services,
+  services: CoreServices,
   user: Pick<UserRecord, "id" | "line_ids">,
 ): Promise<AgentRecord | null> {
   const { store, platform } = services;
@@ -173,7 +176,7 @@ export async function agentOfUser(
   return null;
 }
 
-async function lineOfExtension(services: Services, extension: string, context: string) {
+async function lineOfExtension(services: CoreServices, extension: string, context: string) {
   const found = await findExtension(services.store, extension, context);
   return found?.line_id == null ? null : await getLine(services.store, found.line_id);
 }
@@ -190,7 +193,7 @@ async function lineOfExtension(services: Services, extension: string, context: s
  * await changeMembership(services, load, (queue, agent) => withMember(queue, agent.id, 0));
  */
 export async function changeMembership(
-  services: Services,
+  services: CoreServices,
   load: (tx: Transaction) => Promise<{ queue: QueueRecord; agent: AgentRecord }>,
   change: (queue: QueueRecord, agent: AgentRecord) => QueueRecord,
 ): Promise<void> {

@@ -3,6 +3,7 @@ import { LoginThrottle } from "./auth/throttle.ts";
 import { loadJwtSecret, Tokens } from "./auth/tokens.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import type { Config } from "./config.ts";
+import type { CoreServices } from "./core_services.ts";
 import { EventExport } from "./events/export.ts";
 import { EventFeed } from "./events/feed.ts";
 import { CtiHub } from "./cti/hub.ts";
@@ -16,25 +17,9 @@ import { recordCalls } from "./store/call_history.ts";
 import { Store } from "./store/store.ts";
 
 /** What the areas share, built once per process and handed to every route module. */
-export interface Services {
-  config: Config;
-  store: Store;
-  tokens: Tokens;
-  throttle: LoginThrottle;
-  clock: Clock;
-  logger: Logger;
-  /** The telephony platform every area calls. */
-  platform: Platform;
-  /** The embedded simulated PBX behind `platform` (`SVC_PLATFORM=sim`), for its control API. */
-  sim: SimPlatform | null;
-  /** The outbox of events posted to `eventUrl`. */
-  events: EventExport;
-  /** The same events, live, for the CTI sockets and SSE streams of this process. */
-  feed: EventFeed;
+export interface Services extends CoreServices {
   /** The CTI sockets of this process. */
   cti: CtiHub;
-  /** This process's Prometheus metrics (`GET /metrics`). */
-  metrics: Metrics;
 }
 
 /**

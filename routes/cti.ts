@@ -10,7 +10,7 @@ import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { type Context, Hono } from "hono";
 import { readToken } from "../lib/auth/guard.ts";
-import { CtiSession, CtiUser } from "../lib/cti/hub.ts";
+import { CtiSession, CtiUser, type MessageHandler } from "../lib/cti/hub.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
@@ -33,6 +33,8 @@ async function identityOf(services: Services, c: Context<AppEnv>) {
 
 export function ctiRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens, cti, config } = services;
+  // made once for every socket (the hub does not know `Services`): no closure per socket
+  const onMessage: MessageHandler = (session, data) => handleMessage(services, session, data);
   return new Hono<AppEnv>().get(
     "/cti",
     operation({
@@ -78,7 +80,7 @@ export function ctiRoutes(services: Services): Hono<AppEnv> {
         );
       }
       // the session listens to its socket: it greets on open, runs messages, detaches on close
-      new CtiSession(cti, upgraded.socket, identity, new CtiUser(user), expiresAt, handleMessage);
+      new CtiSession(cti, upgraded.socket, identity, new CtiUser(user), expiresAt, onMessage);
       return upgraded.response;
     }),
   );

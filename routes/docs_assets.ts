@@ -14,7 +14,7 @@ import bundle from "swagger-ui-dist/swagger-ui-bundle.js" with { type: "text" };
 import bundleLicenses from "swagger-ui-dist/swagger-ui-bundle.js.LICENSE.txt" with { type: "text" };
 import css from "swagger-ui-dist/swagger-ui.css" with { type: "text" };
 import license from "swagger-ui-dist/LICENSE" with { type: "text" };
-import type { DocsFile } from "./docs_page.ts";
+import type { DocsFile } from "./docs_file.ts";
 
 /** File name below `/docs/` → the file. */
 export const SWAGGER_UI_FILES: Record<string, DocsFile> = {

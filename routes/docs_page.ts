@@ -9,6 +9,7 @@ import { Hono } from "hono";
 import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import { operation } from "../lib/openapi/operation.ts";
+import type { DocsFile } from "./docs_file.ts";
 import { OPENAPI_PATH } from "./openapi.ts";
 import * as z from "zod";
 
@@ -40,12 +41,6 @@ const START = `window.ui = SwaggerUIBundle({
   layout: "BaseLayout",
 });
 `;
-
-/** A file of the page: its media type and its text, or its gzip bytes after {@link GZIP_MARK}. */
-export interface DocsFile {
-  type: string;
-  text: string;
-}
 
 /**
  * Starts a file's `text` that holds the base64 of its gzip bytes (`tools/finish_bundle.ts` stores

@@ -19,9 +19,9 @@
  */
 import { agentOfUser } from "../agent_control.ts";
 import type { Identity } from "../auth/tokens.ts";
+import type { CoreServices } from "../core_services.ts";
 import type { LogEntry } from "../events/outbox.ts";
 import type { PhoneStatus } from "../platform/port.ts";
-import type { Services } from "../services.ts";
 import { listContacts } from "../store/contacts.ts";
 import { getExtension } from "../store/extensions.ts";
 import { getLine } from "../store/lines.ts";
@@ -63,12 +63,11 @@ export interface CtiSocket {
   readonly readyState: number;
 }
 
-/** Runs one message a client sent (routes/cti_commands.ts); it reports its own failures. */
-export type MessageHandler = (
-  services: Services,
-  session: CtiSession,
-  data: unknown,
-) => Promise<void>;
+/**
+ * Runs one message a client sent (routes/cti_commands.ts, with the services); it reports its own
+ * failures.
+ */
+export type MessageHandler = (session: CtiSession, data: unknown) => Promise<void>;
 
 /**
  * One user's sockets in this process and what they share: the user as the sockets show it (no
@@ -140,7 +139,7 @@ export class CtiSession implements EventListenerObject {
     if (event.type === "message") {
       const { data } = event as MessageEvent;
       // messages arriving before the greeting is sent wait for it, in order
-      this.#run(() => this.onMessage(this.hub.services, this, data));
+      this.#run(() => this.onMessage(this, data));
     } else if (event.type === "open") this.#run(() => this.hub.open(this));
     else if (event.type === "close") this.hub.detach(this);
   }
@@ -184,7 +183,7 @@ export class CtiSession implements EventListenerObject {
 }
 
 /** The user's own number: the first extension of the main line. */
-async function ownNumber(services: Services, lineIds: number[]): Promise<string | null> {
+async function ownNumber(services: CoreServices, lineIds: number[]): Promise<string | null> {
   const lineId = lineIds[0];
   const line = lineId === undefined ? null : await getLine(services.store, lineId);
   const extensionId = line?.extension_ids[0];
@@ -205,7 +204,7 @@ export class CtiHub {
   #statusVersion: number | null = null;
   #polling: Promise<void> | null = null;
 
-  constructor(readonly services: Services) {
+  constructor(readonly services: CoreServices) {
     this.#expiries = new ExpiryQueue(
       services.clock,
       (session) => session.tokenExpiresAt,

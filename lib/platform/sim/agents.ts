@@ -12,7 +12,7 @@ import {
   presenceOf,
 } from "../agent_rules.ts";
 import type { AgentPresence, AgentStateName } from "../port.ts";
-import { cancelTimers, endLeg, phoneEvent } from "./calls.ts";
+import { cancelTimers, endLeg, phoneEvent } from "./legs.ts";
 import type { AgentState, Step } from "./state.ts";
 
 /** Moves `agent` to `name` and emits its event. */

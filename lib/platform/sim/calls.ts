@@ -1,13 +1,24 @@
 /**
- * Calls of the simulated PBX: legs that ring by their phone's policy, the callee features (DND,
- * forwards, simultaneous calls), the phone events of each party and the history of each call
- * (decisions §8 and docs/platform.md).
+ * Calls of the simulated PBX and how they reach their destination: a user's dial, the callee
+ * features (DND, forwards, simultaneous calls), a phone, the outside network or a queue
+ * (decisions §8 and docs/platform.md). Legs ring, send each party's phone events and end, and a
+ * call ends with its history, in `legs.ts`.
  */
 import { sanitizeNumber } from "../../phone_numbers.ts";
 import type { ForwardKind, UserRecord } from "../../store/users.ts";
-import { historyOf } from "../call_records.ts";
-import { type CallVariables, type PhoneEventType, usrVariables } from "../port.ts";
+import { type CallVariables, usrVariables } from "../port.ts";
 import type { Phone, Target } from "../directory.ts";
+import {
+  endCall,
+  endLeg,
+  establish,
+  failCall,
+  markRung,
+  newLeg,
+  phoneEvent,
+  phoneLeg,
+  ringLeg,
+} from "./legs.ts";
 import { enqueue } from "./queues.ts";
 import {
   type Call,
@@ -15,9 +26,7 @@ import {
   EXTERNAL,
   EXTERNAL_RING_MS,
   type Leg,
-  type LegRole,
   MAX_REDIRECTIONS,
-  type RingHandlers,
   type Step,
 } from "./state.ts";
 
@@ -50,164 +59,6 @@ export function newCall(
   };
   step.sim.calls.set(call.linkedId, call);
   return call;
-}
-
-/** Adds a leg to `call`; the first leg takes the call's linkedId as its uniqueId. */
-export function newLeg(
-  step: Step,
-  call: Call,
-  fields: Pick<Leg, "role" | "name" | "otherDN"> & Partial<Leg>,
-): Leg {
-  const leg: Leg = {
-    uniqueId: call.legs.length ? step.sim.newId(step.now) : call.linkedId,
-    call,
-    lineId: null,
-    number: null,
-    userId: null,
-    username: "",
-    dn: null,
-    state: "ringing",
-    ended: false,
-    announced: false,
-    selfAnswered: false,
-    answeredMs: null,
-    agentId: null,
-    queueId: null,
-    handlers: null,
-    timers: new Set(),
-    ...fields,
-  };
-  call.legs.push(leg);
-  return leg;
-}
-
-/** A leg on `phone`, its events going to the phone's user. */
-export function phoneLeg(
-  step: Step,
-  call: Call,
-  phone: Phone,
-  role: LegRole,
-  otherDN: string,
-  extra: Partial<Leg> = {},
-): Leg {
-  return newLeg(step, call, {
-    role,
-    name: phone.extension,
-    lineId: phone.lineId,
-    userId: phone.userId,
-    username: phone.username,
-    otherDN,
-    ...extra,
-  });
-}
-
-/** Sends a phone event of `leg` to its user (none when the leg has no user). */
-export function phoneEvent(
-  step: Step,
-  leg: Leg,
-  eventType: PhoneEventType,
-  otherDN = leg.otherDN,
-): void {
-  if (leg.userId === null) return;
-  leg.announced = true;
-  step.emit({
-    kind: "phone",
-    userId: leg.userId,
-    username: leg.username,
-    eventType,
-    DN: leg.dn ?? leg.name,
-    otherDN,
-    linkedId: leg.call.linkedId,
-    uniqueId: leg.uniqueId,
-    userData: { PLATFORM_USERID: String(leg.userId), ...leg.call.userData },
-  });
-}
-
-/** Ends `leg` without any event: its timers are cancelled; an agent's is settled at step end. */
-export function endLeg(step: Step, leg: Leg): void {
-  if (leg.ended) return;
-  leg.ended = true;
-  cancelTimers(leg);
-  if (leg.agentId !== null) step.sim.endedAgentLegs.push(leg);
-}
-
-export function cancelTimers(owner: { timers: Set<() => void> }): void {
-  for (const cancel of [...owner.timers]) cancel();
-  owner.timers.clear();
-}
-
-/**
- * Rings `leg` by its phone's policy: `busy` refuses at once, `unavailable` counts as not
- * answered at once, `auto` answers after `answer_ms`, and nothing answers after `ringMs`. The
- * handlers end the leg as they see fit.
- */
-export async function ringLeg(
-  step: Step,
-  leg: Leg,
-  ringMs: number,
-  handlers: RingHandlers,
-): Promise<void> {
-  leg.handlers = handlers;
-  const policy = step.sim.policyOf(leg.name);
-  if (policy.policy === "busy") return await handlers.busy(step, leg);
-  if (policy.policy === "unavailable") return await handlers.noAnswer(step, leg);
-  handlers.ringing?.(step, leg);
-  if (policy.policy === "auto") {
-    step.later(leg, policy.answer_ms, (next) => answerLeg(next, leg, true));
-  }
-  step.later(leg, ringMs, async (next) => {
-    if (leg.ended || leg.state !== "ringing") return;
-    cancelTimers(leg);
-    await handlers.noAnswer(next, leg);
-  });
-}
-
-/** A ringing leg answers, by itself (`auto` policy) or through the control API. */
-export async function answerLeg(step: Step, leg: Leg, bySelf: boolean): Promise<void> {
-  if (leg.ended || leg.state !== "ringing") return;
-  cancelTimers(leg);
-  leg.state = "up";
-  leg.selfAnswered = bySelf;
-  leg.answeredMs = step.now;
-  const rung = leg.userId === null ? undefined : leg.call.rung.get(leg.userId);
-  if (rung && leg.role !== "originate") rung.answeredMs = step.now;
-  await leg.handlers?.answered(step, leg);
-}
-
-/** A ringing leg is rejected through the control API. */
-export async function rejectLeg(step: Step, leg: Leg): Promise<void> {
-  if (leg.ended || leg.state !== "ringing") return;
-  cancelTimers(leg);
-  await leg.handlers?.rejected(step, leg);
-}
-
-/** A party hangs up: the whole call ends (two-party calls). */
-export async function hangupLeg(step: Step, leg: Leg): Promise<void> {
-  if (leg.ended || (leg.state !== "up" && leg.state !== "on_hold")) return;
-  await endCall(step, leg.call);
-}
-
-/** Puts an up leg of an established call on hold: its user gets `EventOnHold`. */
-export function holdLeg(step: Step, leg: Leg): void {
-  leg.state = "on_hold";
-  phoneEvent(step, leg, "EventOnHold");
-}
-
-/** Takes a held leg back: its user gets `EventEstablished` again. */
-export function resumeLeg(step: Step, leg: Leg): void {
-  leg.state = "up";
-  phoneEvent(step, leg, "EventEstablished");
-}
-
-/** Records that `leg`'s user was rung, reached by `number`. */
-export function markRung(call: Call, leg: Leg, number: string): void {
-  if (leg.userId === null) return;
-  const known = call.rung.get(leg.userId);
-  call.rung.set(leg.userId, {
-    username: leg.username,
-    number,
-    answeredMs: known?.answeredMs ?? null,
-  });
 }
 
 /**
@@ -380,50 +231,4 @@ async function connect(step: Step, call: Call, leg: Leg): Promise<void> {
     return;
   }
   establish(step, call, leg, call.origin ? [call.origin, leg] : [leg]);
-}
-
-/**
- * The two parties talk: each of `announce` gets `EventEstablished`, and every party that answered
- * by itself will hang up after its phone's `talk_ms`.
- */
-export function establish(step: Step, call: Call, answering: Leg, announce: Leg[]): void {
-  call.established = true;
-  call.answeredMs ??= step.now;
-  call.answeredBy ??= answering.userId === null ? null : answering.username;
-  for (const leg of announce) phoneEvent(step, leg, "EventEstablished");
-  for (const leg of call.legs) {
-    if (leg.ended || !leg.selfAnswered) continue;
-    const talkMs = step.sim.policyOf(leg.name).talk_ms;
-    if (talkMs > 0) step.later(leg, talkMs, (next) => hangupLeg(next, leg));
-  }
-}
-
-/** The calling party gets `EventFailure` (busy, refused, too many forwards); the call ends. */
-export async function failCall(step: Step, call: Call): Promise<void> {
-  const origin = call.origin;
-  if (origin && !origin.ended) {
-    phoneEvent(step, origin, "EventFailure");
-    endLeg(step, origin);
-  }
-  await endCall(step, call);
-}
-
-/**
- * Ends `call`: every party that got an event gets `EventReleased` (in leg order), agents go to
- * wrap-up at step end, and the history records are emitted as a `CallEnded`.
- */
-export function endCall(step: Step, call: Call): Promise<void> {
-  if (call.ended) return Promise.resolve();
-  call.ended = true;
-  for (const leg of call.legs) {
-    if (leg.ended) continue;
-    if (leg.announced) phoneEvent(step, leg, "EventReleased");
-    endLeg(step, leg);
-  }
-  cancelTimers(call);
-  call.wait = null;
-  step.sim.calls.delete(call.linkedId);
-  const records = call.noHistory ? [] : historyOf(call, step.now);
-  if (records.length) step.emit({ kind: "call_ended", linkedId: call.linkedId, records });
-  return Promise.resolve();
 }

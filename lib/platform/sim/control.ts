@@ -3,7 +3,7 @@
  * and the hand of a person on a phone (answer, reject, hang up, hold, resume).
  */
 import { type PhoneAction, type PhoneStatus, PlatformRefusal } from "../port.ts";
-import { answerLeg, hangupLeg, holdLeg, rejectLeg, resumeLeg } from "./calls.ts";
+import { answerLeg, hangupLeg, holdLeg, rejectLeg, resumeLeg } from "./legs.ts";
 import type { Directory, Phone } from "../directory.ts";
 import {
   EXTERNAL,

@@ -322,7 +322,7 @@ export class SimPlatform implements Platform {
           return await body(step);
         } finally {
           settleAgents(step);
-          await dispatch(step);
+          await dispatch(step, reachNumber);
           settleAgents(step);
         }
       } finally {

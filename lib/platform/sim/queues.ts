@@ -14,9 +14,8 @@ import {
   newLeg,
   phoneEvent,
   phoneLeg,
-  reachNumber,
   ringLeg,
-} from "./calls.ts";
+} from "./legs.ts";
 import {
   AGENT_RING_MS,
   type AgentState,
@@ -48,8 +47,17 @@ export function enqueue(step: Step, call: Call, queue: QueueRecord, party: Leg |
   });
 }
 
-/** Offers every waiting call with no agent ringing to a free agent, longest waiting first. */
-export async function dispatch(step: Step): Promise<void> {
+/**
+ * Calls `number` dialled in `context` for `call`: `reachNumber` of `calls.ts`, handed in (calls
+ * reach queues, so queues do not import calls).
+ */
+export type Reach = (step: Step, call: Call, number: string, context: string) => Promise<void>;
+
+/**
+ * Offers every waiting call with no agent ringing to a free agent, longest waiting first; `reach`
+ * calls the destination of a dial from queue once its agent answers.
+ */
+export async function dispatch(step: Step, reach: Reach): Promise<void> {
   const waiting = [...step.sim.calls.values()]
     .filter((call) => !call.ended && call.wait && !call.wait.offer)
     .sort((a, b) => a.wait!.order - b.wait!.order);
@@ -57,7 +65,7 @@ export async function dispatch(step: Step): Promise<void> {
     const queue = call.wait ? step.dir.queues.get(call.wait.queueId) : undefined;
     if (!queue || call.ended || call.wait?.offer) continue;
     const found = freeAgent(step, queue);
-    if (found) await offer(step, call, queue, found.agent, found.phone);
+    if (found) await offer(step, call, queue, found.agent, found.phone, reach);
   }
 }
 
@@ -89,6 +97,7 @@ async function offer(
   queue: QueueRecord,
   agent: AgentState,
   phone: Phone,
+  reach: Reach,
 ): Promise<void> {
   const wait = call.wait!;
   const leg = phoneLeg(step, call, phone, "agent", wait.agentSees, {
@@ -109,7 +118,7 @@ async function offer(
       markRung(call, leg, wait.number);
       phoneEvent(next, leg, "EventRinging");
     },
-    answered: (next) => agentAnswered(next, call, leg),
+    answered: (next) => agentAnswered(next, call, leg, reach),
     rejected: missed,
     busy: missed,
     noAnswer: missed,
@@ -120,7 +129,7 @@ async function offer(
  * The agent answered: `AgentOnCall`; a dial from queue now calls its destination from the
  * agent's phone, other calls connect the waiting party and the agent.
  */
-async function agentAnswered(step: Step, call: Call, leg: Leg): Promise<void> {
+async function agentAnswered(step: Step, call: Call, leg: Leg, reach: Reach): Promise<void> {
   const wait = call.wait;
   if (!wait) return;
   endLeg(step, wait.leg);
@@ -132,7 +141,7 @@ async function agentAnswered(step: Step, call: Call, leg: Leg): Promise<void> {
     leg.otherDN = call.dialled;
     call.src = { userId: leg.userId, username: leg.username, number: leg.name };
     phoneEvent(step, leg, "EventDialing");
-    await reachNumber(step, call, call.dialled, call.context);
+    await reach(step, call, call.dialled, call.context);
     return;
   }
   establish(step, call, leg, call.kind === "user" && wait.party ? [wait.party, leg] : [leg]);
