@@ -445,7 +445,12 @@ export class CallTracker {
     }
   }
 
-  /** The calling side's Dial ended: a busy one fails the call when it hangs up; a trunk answers. */
+  /**
+   * The calling side's Dial ended: a busy one fails the call when it hangs up. One answered by
+   * anything but a user's phone (whose own answer establishes the call) is the far end taking the
+   * call: a trunk (`PJSIP/<trunk>-…`), or a `Local/…` channel, which is only up once whatever it
+   * dials answered (an outside route through a Local channel, a forward, a queue's agent).
+   */
   #dialEnd(event: AmiMessage): void {
     const uniqueId = event.get("Uniqueid");
     if (!uniqueId) return; // the ringing of an originated channel has only Dest* fields
@@ -455,7 +460,7 @@ export class CallTracker {
     call.failed = status === "BUSY" || status === "CONGESTION";
     const dest = deviceOf(event.get("DestChannel") ?? "");
     const toPhone = dest !== null && this.ctx.dir().phoneOfInterface(dest) !== null;
-    if (status === "ANSWER" && dest !== null && !toPhone && call.origin && !call.established) {
+    if (status === "ANSWER" && !toPhone && call.origin && !call.established) {
       this.#establish(call, null, [call.origin]);
     }
   }

@@ -13,10 +13,11 @@ import { setup } from "../../../helpers.ts";
 import { TRANSCRIPTS } from "../../../peers/ami_replay.ts";
 import { scenarioWorld } from "../fixtures.ts";
 
-/** Every event Asterisk sent in a recorded session, in order. */
-async function recordedEvents(name: string) {
+/** Every event Asterisk sent in a recorded session, in order; `rename` replaces a word in it. */
+async function recordedEvents(name: string, rename?: [string, string]) {
   const parser = new AmiParser();
-  const text = await Deno.readTextFile(new URL(`${name}.jsonl`, TRANSCRIPTS));
+  let text = await Deno.readTextFile(new URL(`${name}.jsonl`, TRANSCRIPTS));
+  if (rename) text = text.replaceAll(rename[0], rename[1]);
   return text.split("\n").filter((line) => line).flatMap((line) => {
     const record = JSON.parse(line) as { dir: string; data: string };
     return record.dir === "recv" ? parser.push(record.data) : [];
@@ -86,6 +87,43 @@ Deno.test("a call svc did not place, lost with a restart, ends at the resync", a
   const phone = events.flatMap((e) => e.kind === "phone" ? [[e.username, e.eventType]] : []);
   assert.deepEqual(phone.slice(-2), [["alice", "EventReleased"], ["bob", "EventReleased"]]);
   assert.deepEqual(calls.calls(), []);
+});
+
+Deno.test("dial number through an outside route that dials a second channel: answered, then released", async () => {
+  // 20: svc's dial/number for alice, seen from another AMI session; the operator's route dials
+  // Local/<number>@acc-outside (a trunk's channel in production), which answers
+  const { calls, events, w } = await tracker();
+  const linkedId = "d60b057d-8b38-43d8-8ad6-9945e2b1ce62";
+  const dir = await directoryLoader(w.services.store).load();
+  const phone = dir.phoneOfUser(w.alice.id)!;
+  calls.start({
+    linkedId,
+    kind: "user",
+    context: "default",
+    dialled: "0033612345678",
+    shownNumber: "1001",
+    src: { userId: w.alice.id, username: "alice", number: "1001" },
+    userData: {},
+    originate: { channel: "PJSIP/alice", exten: "0033612345678", context: "default" },
+    callerPhone: phone,
+  });
+  // alice's SIP endpoint was named prcdnspl on the recording PBX; here it is alice
+  for (
+    const event of await recordedEvents("20-dial-outside-second-channel", ["prcdnspl", "alice"])
+  ) {
+    calls.handle(event);
+  }
+  const phoneEvents = events.flatMap((e) => e.kind === "phone" ? [e] : []);
+  assert.deepEqual(phoneEvents.map((e) => [e.username, e.eventType, e.DN, e.otherDN]), [
+    ["alice", "EventDialing", "1001", "0033612345678"],
+    ["alice", "EventEstablished", "1001", "0033612345678"],
+    ["alice", "EventReleased", "1001", "0033612345678"],
+  ]);
+  const ended = events.flatMap((e) => e.kind === "call_ended" ? e.records : []);
+  assert.deepEqual(ended.map((r) => [r.status, r.srcUsername, r.dstNum, r.answeredMs !== null]), [
+    ["emitted", "alice", "0033612345678", true],
+  ]);
+  assert.deepEqual(calls.calls(), [], "nothing left behind");
 });
 
 Deno.test("deviceOf: the device of a channel name; Local channels have none", () => {
