@@ -13,6 +13,7 @@ import {
 import { countRequest } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
 import { agentdRootRoutes, agentdRoutes } from "../daemons/agentd/mod.ts";
+import { calldRoutes } from "../daemons/calld/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
 import { legacyRoutes } from "../legacy/mod.ts";
 import { noRouteOf } from "../lib/no_route.ts";
@@ -88,6 +89,8 @@ export function createApp(services: Services) {
   app.route("/agents", agentdRoutes(services, noRoute));
   // the agent daemon's paths its clients build beside /agents: /users/me/agents…, /status
   app.route("/", agentdRootRoutes(services, noRoute));
+  // the call daemon's call control, for clients written for wazo-calld (docs/calls.md)
+  app.route("/1.0", calldRoutes(services, noRoute));
   // xivo-auth compatible tokens, for clients written for its port 9497 (docs/xivo_auth.md)
   app.route("/0.1", xivoAuthRoutes(services, noRoute));
   app.notFound((c) => {

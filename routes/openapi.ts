@@ -18,6 +18,7 @@ import {
 } from "../lib/openapi/generate.ts";
 import { operation } from "../lib/openapi/operation.ts";
 import { AGENTD_ERROR_BODY } from "../daemons/agentd/errors.ts";
+import { CALLD_ERROR_BODY } from "../daemons/calld/errors.ts";
 import { CONFD_ERROR_BODY } from "../daemons/confd/errors.ts";
 import { XIVO_AUTH_ERROR_BODY } from "./xivo_auth.ts";
 
@@ -29,6 +30,7 @@ const AREA_DOCUMENTS = [
   { path: "/1.1/api/api.yml", base: "/1.1", tag: "Configuration daemon (1.1)" },
   { path: "/api/api.yml", base: "/", tag: "Agent daemon" },
   { path: "/0.1/api/api.yml", base: "/0.1", tag: "xivo-auth tokens (0.1)" },
+  { path: "/1.0/api/api.yml", base: "/1.0", tag: "Call daemon (1.0)" },
 ] as const;
 
 /** The paths of the service itself: health, readiness and the documentation. */
@@ -113,6 +115,23 @@ export const AREAS: readonly Area[] = [
     error: { name: "AgentdError", schema: AGENTD_ERROR_BODY },
     guardErrors: { 401: "`invalid token or unauthorized`: any token problem or a missing ACL" },
     bodyErrors: { 400: "`invalid fields: …`", 413: "The body is too large" },
+  },
+  {
+    tag: "Call daemon (1.0)",
+    description: "Control of calls in progress, below `/1.0`, as wazo-calld answers its " +
+      "clients: calls (hold, answer, mute, DTMF, recording, hang-up), transfers and ad-hoc " +
+      "conferences, for every call (`/calls`, `/transfers`) or a user's own (`/users/me/…`). " +
+      "Errors are `{message, error_id, details, timestamp}`.",
+    owns: under("/1.0"),
+    error: { name: "CalldError", schema: CALLD_ERROR_BODY },
+    guardErrors: {
+      400: "`token-with-user-uuid-required`: a `/users/me` route with a web service user's token",
+      401: "`unauthorized`: no token, a bad or expired one, or the ACL missing",
+    },
+    bodyErrors: {
+      400: "`invalid-data`: what is wrong, field by field",
+      413: "The body is too large",
+    },
   },
   {
     tag: "xivo-auth tokens (0.1)",

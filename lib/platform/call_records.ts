@@ -10,6 +10,11 @@ export interface Rung {
   /** The number dialled to reach that phone. */
   number: string;
   answeredMs: number | null;
+  /**
+   * Who called that phone when not the call's source: the party a transfer handed over (its
+   * record names who it ended up talking with).
+   */
+  src?: { username: string; number: string };
 }
 
 /** What the records are made of: a call as an adapter tracked it. */
@@ -32,7 +37,7 @@ export interface CallSummary {
 
 /**
  * One record for the calling user (`emitted`) and one for every other user whose phone rang
- * (`answered` or `missed`).
+ * (`answered` or `missed`), naming who called it: the source, or the party a transfer handed over.
  */
 export function historyOf(call: CallSummary, endMs: number): CallRecord[] {
   const base = {
@@ -57,6 +62,7 @@ export function historyOf(call: CallSummary, endMs: number): CallRecord[] {
     if (userId === call.src.userId) continue;
     records.push({
       ...base,
+      ...(rung.src && { srcUsername: rung.src.username, srcNum: rung.src.number }),
       userId,
       answeredMs: rung.answeredMs,
       dstUsername: rung.username,

@@ -5,6 +5,7 @@
  * never know which one runs.
  */
 import type { AgentRecord } from "../store/agents.ts";
+import type { CallControl } from "./call_control.ts";
 import type { CallRecord } from "../store/call_history.ts";
 import type { QueueRecord } from "../store/queues.ts";
 import type { UserRecord } from "../store/users.ts";
@@ -139,7 +140,7 @@ export interface CallStarted {
   linkedId: string;
 }
 
-export interface Platform {
+export interface Platform extends CallControl {
   /** Rings `caller`'s phone; once it answers, calls `destination` (an already sanitized number). */
   dialNumber(
     caller: UserRecord,

@@ -31,6 +31,13 @@ import {
   PlatformRefusal,
   usrVariables,
 } from "../port.ts";
+import type {
+  CallCommand,
+  Conference,
+  LiveCall,
+  Transfer,
+  TransferRequest,
+} from "../call_control.ts";
 import { AgentBook, pbxMessage } from "./agents.ts";
 import {
   AmiClient,
@@ -374,6 +381,41 @@ export class AsteriskPlatform implements Platform {
 
   onEvents(listener: PlatformListener): void {
     this.#listeners.push(listener);
+  }
+
+  // TODO(call control): the Asterisk side, next
+  liveCalls(): Promise<LiveCall[]> {
+    return Promise.resolve([]);
+  }
+  callCommand(_callId: string, _command: CallCommand): Promise<void> {
+    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+  }
+  startTransfer(_request: TransferRequest): Promise<Transfer> {
+    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+  }
+  transfers(): Promise<Transfer[]> {
+    return Promise.resolve([]);
+  }
+  completeTransfer(_id: string): Promise<void> {
+    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+  }
+  cancelTransfer(_id: string): Promise<void> {
+    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+  }
+  startConference(_host: string, _participants: string[]): Promise<Conference> {
+    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+  }
+  conferences(): Promise<Conference[]> {
+    return Promise.resolve([]);
+  }
+  addToConference(_id: string, _callId: string): Promise<void> {
+    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+  }
+  removeFromConference(_id: string, _callId: string): Promise<void> {
+    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+  }
+  endConference(_id: string): Promise<void> {
+    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
   }
 
   /** Disconnects (with a Logoff), stops every timer, gives the lease back. */

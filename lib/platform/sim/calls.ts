@@ -56,6 +56,8 @@ export function newCall(
     noHistory: false,
     ended: false,
     timers: new Set(),
+    ringSrc: null,
+    transfer: null,
   };
   step.sim.calls.set(call.linkedId, call);
   return call;
@@ -153,9 +155,43 @@ function forwardOf(user: UserRecord | null, kind: ForwardKind): string | null {
   return sanitizeNumber(forward.destination ?? "") || null;
 }
 
+/**
+ * Calls `number` dialled in `context` from `from`, a party of `call` already there (a transfer):
+ * what is rung sees `from` calling, and the call goes on as a user's dial from `from` (forwards and
+ * all), or, with `transfer`, as the attended transfer's consultation, whose failure undoes it.
+ */
+export async function dialFrom(
+  step: Step,
+  call: Call,
+  from: Leg,
+  number: string,
+  context: string,
+  transfer: Call["transfer"] = null,
+): Promise<void> {
+  call.kind = "user";
+  call.origin = from;
+  call.shownNumber = numberOf(from);
+  call.ringSrc = { username: from.username, number: call.shownNumber };
+  call.redirections = 0;
+  call.transfer = transfer;
+  from.otherDN = number;
+  await reachNumber(step, call, number, context);
+}
+
+/** The number a party is reached by: its phone's extension, or the outside number. */
+export const numberOf = (leg: Leg): string => leg.number ?? leg.dn ?? leg.name;
+
+/** The dial reached nobody (busy, refused, looping forwards): it fails, or undoes its transfer. */
+const dialFailed = (step: Step, call: Call) =>
+  call.transfer ? call.transfer.failed(step) : failCall(step, call);
+
+/** The dial was not answered: the call is missed, or its transfer undone. */
+const dialMissed = (step: Step, call: Call) =>
+  call.transfer ? call.transfer.failed(step) : endCall(step, call);
+
 /** Redirects `call` to `destination` from `context`; one redirection too many fails it. */
 async function redirect(step: Step, call: Call, destination: string, context: string) {
-  if (++call.redirections > MAX_REDIRECTIONS) return await failCall(step, call);
+  if (++call.redirections > MAX_REDIRECTIONS) return await dialFailed(step, call);
   await reachNumber(step, call, destination, context);
 }
 
@@ -169,10 +205,10 @@ async function reachPhone(step: Step, call: Call, phone: Phone, number: string):
   const busy = async (next: Step) => {
     const forward = forwardOf(user, "busy");
     if (forward) await redirect(next, call, forward, phone.context);
-    else await failCall(next, call);
+    else await dialFailed(next, call);
   };
   if (user) {
-    if (user.services.dnd.enabled) return await failCall(step, call);
+    if (user.services.dnd.enabled) return await dialFailed(step, call);
     const unconditional = forwardOf(user, "unconditional");
     if (unconditional) return await redirect(step, call, unconditional, phone.context);
     if (step.sim.callsOfUser(user.id) >= user.simultaneous_calls) return await busy(step);
@@ -201,7 +237,7 @@ async function reachPhone(step: Step, call: Call, phone: Phone, number: string):
       // read again: a forward set while the phone rang applies
       const current = phone.userId === null ? null : next.dir.users.get(phone.userId) ?? null;
       const forward = forwardOf(current, "noanswer");
-      if (!forward) return await endCall(next, call); // missed
+      if (!forward) return await dialMissed(next, call); // missed
       await redirect(next, call, forward, phone.context);
     },
   });
@@ -212,9 +248,9 @@ async function reachExternal(step: Step, call: Call, number: string): Promise<vo
   const leg = newLeg(step, call, { role: "callee", name: EXTERNAL, number, otherDN: "" });
   await ringLeg(step, leg, EXTERNAL_RING_MS, {
     answered: (next) => connect(next, call, leg),
-    rejected: (next) => failCall(next, call),
-    busy: (next) => failCall(next, call),
-    noAnswer: (next) => endCall(next, call),
+    rejected: (next) => dialFailed(next, call),
+    busy: (next) => dialFailed(next, call),
+    noAnswer: (next) => dialMissed(next, call),
   });
 }
 

@@ -32,9 +32,12 @@ export interface SimPhone {
   calls: string[];
 }
 
-/** A leg of the control API: a phone's `extension`, or a `number` (outside or queue). */
+/**
+ * A leg of the control API: a phone's `extension`, or a `number` (outside or queue); `dtmf`, the
+ * DTMF digits it heard from the others, when it heard some.
+ */
 export type SimLeg =
-  & { uniqueId: string; state: LegState }
+  & { uniqueId: string; state: LegState; dtmf?: string }
   & ({ extension: string } | { number: string });
 
 export interface SimCall {
@@ -117,11 +120,12 @@ export function phoneList(sim: SimState, dir: Directory): SimPhone[] {
 export function callList(sim: SimState): SimCall[] {
   return [...sim.calls.values()].map((call) => ({
     linkedId: call.linkedId,
-    legs: call.legs.filter((leg) => !leg.ended).map((leg): SimLeg =>
-      leg.lineId !== null
-        ? { uniqueId: leg.uniqueId, extension: leg.name, state: leg.state }
-        : { uniqueId: leg.uniqueId, number: leg.number ?? leg.name, state: leg.state }
-    ),
+    legs: call.legs.filter((leg) => !leg.ended).map((leg): SimLeg => ({
+      uniqueId: leg.uniqueId,
+      ...(leg.lineId !== null ? { extension: leg.name } : { number: leg.number ?? leg.name }),
+      state: leg.state,
+      ...(leg.heardDigits && { dtmf: leg.heardDigits }),
+    })),
   }));
 }
 

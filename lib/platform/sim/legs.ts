@@ -7,7 +7,7 @@
 import { historyOf } from "../call_records.ts";
 import type { PhoneEventType } from "../port.ts";
 import type { Phone } from "../directory.ts";
-import type { Call, Leg, LegRole, RingHandlers, Step } from "./state.ts";
+import type { Bridge, Call, Leg, LegRole, RingHandlers, Step } from "./state.ts";
 
 /** Adds a leg to `call`; the first leg takes the call's linkedId as its uniqueId. */
 export function newLeg(
@@ -32,9 +32,22 @@ export function newLeg(
     queueId: null,
     handlers: null,
     timers: new Set(),
+    createdMs: step.now,
+    bridge: null,
+    heldBy: null,
+    holdPeer: null,
+    music: false,
+    muted: false,
+    record: "inactive",
+    heardDigits: "",
+    transfer: null,
     ...fields,
   };
   call.legs.push(leg);
+  // the party an attended transfer's consultation rings is its recipient (the last one rung)
+  if (call.transfer && (leg.role === "callee" || leg.role === "agent")) {
+    call.transfer.recipient = leg;
+  }
   return leg;
 }
 
@@ -80,13 +93,40 @@ export function phoneEvent(
   });
 }
 
-/** Ends `leg` without any event: its timers are cancelled; an agent's is settled at step end. */
+/**
+ * Ends `leg` without any event: its timers are cancelled, it leaves its bridge and its hold; an
+ * agent's is settled at step end.
+ */
 export function endLeg(step: Step, leg: Leg): void {
   if (leg.ended) return;
   leg.ended = true;
   cancelTimers(leg);
+  unbridge(leg);
+  if (leg.holdPeer?.holdPeer === leg) leg.holdPeer.holdPeer = null;
+  leg.holdPeer = null;
   if (leg.agentId !== null) step.sim.endedAgentLegs.push(leg);
 }
+
+/** `legs` talk together, out of the bridges they were in (a conference's when one is given). */
+export function bridgeLegs(legs: Leg[], conference: Bridge["conference"] = null): Bridge {
+  const bridge: Bridge = conference?.bridge ?? { legs: new Set(), conference };
+  for (const leg of legs) {
+    if (leg.bridge !== bridge) unbridge(leg);
+    bridge.legs.add(leg);
+    leg.bridge = bridge;
+  }
+  return bridge;
+}
+
+/** `leg` leaves the parties it talked with. */
+export function unbridge(leg: Leg): void {
+  leg.bridge?.legs.delete(leg);
+  leg.bridge = null;
+}
+
+/** The other parties `leg` hears. */
+export const peersOf = (leg: Leg): Leg[] =>
+  leg.bridge ? [...leg.bridge.legs].filter((other) => other !== leg) : [];
 
 export function cancelTimers(owner: { timers: Set<() => void> }): void {
   for (const cancel of [...owner.timers]) cancel();
@@ -138,21 +178,26 @@ export async function rejectLeg(step: Step, leg: Leg): Promise<void> {
   await leg.handlers?.rejected(step, leg);
 }
 
-/** A party hangs up: the whole call ends (two-party calls). */
+/** A party that answered hangs up, by the rules of call_control.ts (`SimState.hangup`). */
 export async function hangupLeg(step: Step, leg: Leg): Promise<void> {
   if (leg.ended || (leg.state !== "up" && leg.state !== "on_hold")) return;
-  await endCall(step, leg.call);
+  await step.sim.hangup(step, leg);
 }
 
-/** Puts an up leg of an established call on hold: its user gets `EventOnHold`. */
+/**
+ * The phone puts an up leg on hold (it stays with its peer, who hears music): its user gets
+ * `EventOnHold`.
+ */
 export function holdLeg(step: Step, leg: Leg): void {
   leg.state = "on_hold";
+  leg.heldBy = "phone";
   phoneEvent(step, leg, "EventOnHold");
 }
 
-/** Takes a held leg back: its user gets `EventEstablished` again. */
+/** The phone takes its held leg back: its user gets `EventEstablished` again. */
 export function resumeLeg(step: Step, leg: Leg): void {
   leg.state = "up";
+  leg.heldBy = null;
   phoneEvent(step, leg, "EventEstablished");
 }
 
@@ -164,20 +209,33 @@ export function markRung(call: Call, leg: Leg, number: string): void {
     username: leg.username,
     number,
     answeredMs: known?.answeredMs ?? null,
+    ...(call.ringSrc && { src: call.ringSrc }),
   });
 }
 
 /**
- * The two parties talk: each of `announce` gets `EventEstablished`, and every party that answered
- * by itself will hang up after its phone's `talk_ms`.
+ * `talking` talk together: each of `announce` gets `EventEstablished`, and every one of them that
+ * answered by itself will hang up after its phone's `talk_ms`.
  */
-export function establish(step: Step, call: Call, answering: Leg, announce: Leg[]): void {
+export function establish(
+  step: Step,
+  call: Call,
+  answering: Leg,
+  talking: Leg[],
+  announce: Leg[] = talking,
+): void {
   call.established = true;
   call.answeredMs ??= step.now;
   call.answeredBy ??= answering.userId === null ? null : answering.username;
+  const transfer = call.transfer;
+  if (transfer && talking.includes(transfer.initiator)) {
+    transfer.status = "answered";
+    transfer.recipient = answering;
+  }
+  bridgeLegs(talking);
   for (const leg of announce) phoneEvent(step, leg, "EventEstablished");
-  for (const leg of call.legs) {
-    if (leg.ended || !leg.selfAnswered) continue;
+  for (const leg of talking) {
+    if (leg.ended || !leg.selfAnswered || leg.timers.size) continue;
     const talkMs = step.sim.policyOf(leg.name).talk_ms;
     if (talkMs > 0) step.later(leg, talkMs, (next) => hangupLeg(next, leg));
   }

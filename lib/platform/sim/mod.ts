@@ -22,7 +22,30 @@ import {
   type PlatformListener,
   PlatformRefusal,
 } from "../port.ts";
+import type {
+  CallCommand,
+  Conference,
+  LiveCall,
+  Transfer,
+  TransferRequest,
+} from "../call_control.ts";
 import { login, logout, pause, presence, settleAgents, unpause } from "./agents.ts";
+import {
+  addToConference,
+  callCommand,
+  cancelTransfer,
+  completeTransfer,
+  conferenceList,
+  conferenceOfId,
+  endConference,
+  liveCalls,
+  partyHangsUp,
+  removeFromConference,
+  startConference,
+  startTransfer,
+  transferList,
+  transferOfId,
+} from "./call_control.ts";
 import { dialFromPhone, newCall, reachNumber } from "./calls.ts";
 import {
   act,
@@ -75,6 +98,7 @@ export class SimPlatform implements Platform {
 
   constructor(readonly options: SimOptions) {
     this.#sim = new SimState({ answerMs: options.answerMs, talkMs: options.talkMs });
+    this.#sim.hangup = partyHangsUp;
     this.#directory = directoryLoader(options.store);
   }
 
@@ -203,6 +227,54 @@ export class SimPlatform implements Platform {
       if (!phone) throw noLine(user);
       return phoneAction(step, phone, action);
     });
+  }
+
+  async liveCalls(): Promise<LiveCall[]> {
+    return liveCalls(this.#sim, await this.#directory.load({ recent: true }));
+  }
+
+  callCommand(callId: string, command: CallCommand): Promise<void> {
+    return this.#step((step) => callCommand(step, callId, command));
+  }
+
+  startTransfer(request: TransferRequest): Promise<Transfer> {
+    return this.#step((step) => startTransfer(step, request));
+  }
+
+  transfers(): Promise<Transfer[]> {
+    return Promise.resolve(transferList(this.#sim));
+  }
+
+  completeTransfer(id: string): Promise<void> {
+    return this.#step((step) => completeTransfer(step, transferOfId(step.sim, id)));
+  }
+
+  cancelTransfer(id: string): Promise<void> {
+    return this.#step((step) => cancelTransfer(step, transferOfId(step.sim, id)));
+  }
+
+  startConference(hostCallId: string, participantCallIds: string[]): Promise<Conference> {
+    return this.#step((step) => startConference(step, hostCallId, participantCallIds));
+  }
+
+  conferences(): Promise<Conference[]> {
+    return Promise.resolve(conferenceList(this.#sim));
+  }
+
+  addToConference(conferenceId: string, callId: string): Promise<void> {
+    return this.#step((step) =>
+      addToConference(step, conferenceOfId(step.sim, conferenceId), callId)
+    );
+  }
+
+  removeFromConference(conferenceId: string, callId: string): Promise<void> {
+    return this.#step((step) =>
+      removeFromConference(step, conferenceOfId(step.sim, conferenceId), callId)
+    );
+  }
+
+  endConference(conferenceId: string): Promise<void> {
+    return this.#step((step) => endConference(step, conferenceOfId(step.sim, conferenceId)));
   }
 
   /** Nothing to push: the simulator reads the user record at each call. */

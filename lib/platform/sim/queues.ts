@@ -39,7 +39,7 @@ export function enqueue(step: Step, call: Call, queue: QueueRecord, party: Leg |
     leg,
     party,
     offer: null,
-    agentSees: call.kind === "user" ? call.src.number : call.dialled,
+    agentSees: call.kind === "user" ? call.shownNumber : call.dialled,
     number,
   };
   step.later(leg, QUEUE_WAIT_MS, (next) => {
@@ -144,5 +144,6 @@ async function agentAnswered(step: Step, call: Call, leg: Leg, reach: Reach): Pr
     await reach(step, call, call.dialled, call.context);
     return;
   }
-  establish(step, call, leg, call.kind === "user" && wait.party ? [wait.party, leg] : [leg]);
+  const talking = wait.party ? [wait.party, leg] : [leg];
+  establish(step, call, leg, talking, call.kind === "user" ? talking : [leg]);
 }

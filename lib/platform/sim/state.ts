@@ -3,6 +3,7 @@
  * every change runs in. Nothing here is stored: a restart hangs every call up (DESIGN.md).
  */
 import type { AgentView } from "../agent_rules.ts";
+import type { RecordState } from "../call_control.ts";
 import type { PlatformEvent } from "../port.ts";
 import type { Rung } from "../call_records.ts";
 import type { Directory, Phone } from "../directory.ts";
@@ -89,6 +90,52 @@ export interface Leg extends TimerOwner {
   /** The queue that rang this agent leg. */
   queueId: number | null;
   handlers: RingHandlers | null;
+  createdMs: number;
+  /** The parties this one talks with (itself included); null when it talks with nobody. */
+  bridge: Bridge | null;
+  /** Who holds this leg on hold: its phone (still bridged, the peer hears music) or svc. */
+  heldBy: "phone" | "svc" | null;
+  /**
+   * svc holds: the other party of the hold (the held party for the one that holds, and the other
+   * way round), to bridge them back.
+   */
+  holdPeer: Leg | null;
+  /** The leg hears music: svc holds it (its peer's hold, or a transfer's). */
+  music: boolean;
+  muted: boolean;
+  record: RecordState;
+  /** The DTMF digits this leg heard from the others (the control API shows them). */
+  heardDigits: string;
+  /** The attended transfer this leg initiates, while it is in progress. */
+  transfer: Transfer | null;
+}
+
+/** Legs that hear each other: two parties, or an ad-hoc conference's members. */
+export interface Bridge {
+  legs: Set<Leg>;
+  conference: Conference | null;
+}
+
+/** An attended transfer in progress (call_control.ts); its id is its initiator's uniqueId. */
+export interface Transfer {
+  initiator: Leg;
+  transferred: Leg;
+  /** The leg rung (then answered) for it, null before one rings. */
+  recipient: Leg | null;
+  exten: string;
+  context: string;
+  status: "ringback" | "answered";
+  /** The initiator's dial reached nobody (busy, refused, not answered): the transfer is undone. */
+  failed(step: Step): Promise<void>;
+}
+
+/** An ad-hoc conference; its id is its host's uniqueId. */
+export interface Conference {
+  id: string;
+  host: Leg;
+  bridge: Bridge;
+  /** Members in joining order (the host first), with when they joined. */
+  joined: Map<Leg, number>;
 }
 
 /** A call waiting in a queue for an agent. */
@@ -150,6 +197,13 @@ export interface Call extends TimerOwner {
   /** A call whose originate leg failed leaves no history. */
   noHistory: boolean;
   ended: boolean;
+  /**
+   * Whom the next legs rung see calling, when not the call's source: the transferred party of a
+   * blind transfer, or the initiator of an attended one (its user's history record names them).
+   */
+  ringSrc: { username: string; number: string } | null;
+  /** The attended transfer whose initiator this call's dial is for (its outcomes are the transfer's). */
+  transfer: Transfer | null;
 }
 
 /** An agent's presence, in memory (decisions §8). */
@@ -181,6 +235,13 @@ export class SimState {
   readonly agents = new Map<number, AgentState>();
   /** Agent legs ended during the current step, settled at its end. */
   endedAgentLegs: Leg[] = [];
+  /** Ad-hoc conferences by id. */
+  readonly conferences = new Map<string, Conference>();
+  /**
+   * A party hangs up (its phone, a timer, svc): set by mod.ts to the rules of call_control.ts,
+   * which reach the legs of transfers and conferences from above.
+   */
+  hangup: (step: Step, leg: Leg) => Promise<void> = () => Promise.resolve();
   #counter = 0;
   #waitOrder = 0;
 

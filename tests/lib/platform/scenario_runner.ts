@@ -70,7 +70,7 @@ export async function onAsterisk(
   faults: Partial<AmiReplayOptions> = {},
 ): Promise<Outcome & { w: World; actions: AmiMessage[] }> {
   const replay = await startAmiReplay({
-    connections: [scenario.transcript],
+    connections: [scenario.transcript!],
     auto: (action, index) =>
       !scenario.clientSends?.includes(index) &&
       (scenario.autoSends?.includes(index) ||

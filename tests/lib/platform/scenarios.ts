@@ -9,6 +9,8 @@
  * same names, context `default`), queue `support` 3001 holding agent 8001, and the recorded
  * phones answer or not as each scenario says.
  */
+import assert from "node:assert/strict";
+import type { LiveCall } from "../../../lib/platform/call_control.ts";
 import type { Services } from "../../../lib/services.ts";
 import type { PhoneEventType } from "../../../lib/platform/port.ts";
 import type { AgentRecord } from "../../../lib/store/agents.ts";
@@ -50,8 +52,11 @@ export type HistoryLine = [string, string, string, string, string, string, boole
 
 export interface Scenario {
   name: string;
-  /** The recorded session (`tests/peers/asterisk_transcripts/<name>.jsonl`). */
-  transcript: string;
+  /**
+   * The recorded session (`tests/peers/asterisk_transcripts/<name>.jsonl`); null while none is
+   * recorded (the scenario runs on the simulator only).
+   */
+  transcript: string | null;
   /** Recorded sends the replay plays by itself beyond the usual ones (index among sends). */
   autoSends?: number[];
   /** Recorded sends svc sends itself beyond the usual ones, e.g. a `Hangup` (index among sends). */
@@ -122,6 +127,90 @@ const HELD_AND_RESUMED: Pick<Scenario, "events" | "history"> = {
     ["bob", "answered", "alice", "bob", "1001", "1002", true],
   ],
 };
+
+/** The party of `user`'s phone in a call now (the newest when there are several). */
+async function callOf(w: World, user: UserRecord): Promise<LiveCall> {
+  const calls = (await w.services.platform.liveCalls()).filter((call) => call.userId === user.id);
+  assert.ok(calls.length, `${user.username} is in a call`);
+  return calls.at(-1)!;
+}
+
+/** A call command on `user`'s party. */
+const onCallOf =
+  (user: (w: World) => UserRecord, command: Parameters<Services["platform"]["callCommand"]>[1]) =>
+  async (w: World) => w.services.platform.callCommand((await callOf(w, user(w))).callId, command);
+
+const ALICE = (w: World) => w.alice;
+const BOB = (w: World) => w.bob;
+
+/** A transfer by alice of bob (her peer) to carol, 1003. */
+const aliceTransfersBob =
+  (flow: "blind" | "attended", timeoutMs: number | null = null) => async (w: World) =>
+    w.services.platform.startTransfer({
+      flow,
+      initiatorCallId: (await callOf(w, w.alice)).callId,
+      transferredCallId: (await callOf(w, w.bob)).callId,
+      exten: "1003",
+      context: "default",
+      timeoutMs,
+    });
+
+/** alice's transfer in progress. */
+async function aliceTransfer(w: World) {
+  const alice = (await callOf(w, w.alice)).callId;
+  const transfer = (await w.services.platform.transfers()).find((t) => t.id === alice);
+  assert.ok(transfer, "alice transfers");
+  return transfer;
+}
+
+/** alice calls bob; both answer. */
+const ALICE_CALLS_BOB: Step = {
+  command: aliceDials("1002"),
+  phones: async (sim) => {
+    await sim.act("1001", "answer");
+    await sim.act("1002", "answer");
+  },
+};
+
+/** The events of {@link ALICE_CALLS_BOB}. */
+const ALICE_BOB_TALK: PhoneLine[] = [
+  ["alice", "EventDialing", "1001", "1002", 1, 1],
+  ["bob", "EventRinging", "1002", "1001", 1, 2],
+  ["alice", "EventEstablished", "1001", "1002", 1, 1],
+  ["bob", "EventEstablished", "1002", "1001", 1, 2],
+];
+
+/** alice starts an attended transfer of bob to carol, who answers. */
+const CONSULTATION: Pick<Scenario, "steps" | "events"> = {
+  steps: [ALICE_CALLS_BOB, {
+    command: aliceTransfersBob("attended"),
+    phones: (sim) => sim.act("1003", "answer"),
+  }],
+  events: [
+    ...ALICE_BOB_TALK,
+    ["alice", "EventDialing", "1001", "1003", 1, 1],
+    ["carol", "EventRinging", "1003", "1001", 1, 3],
+    ["alice", "EventEstablished", "1001", "1003", 1, 1],
+    ["carol", "EventEstablished", "1003", "1001", 1, 3],
+  ],
+};
+
+/** The history of alice's call to bob that alice transferred to carol, who answered. */
+const TRANSFERRED_HISTORY: HistoryLine[] = [
+  ["alice", "emitted", "alice", "bob", "1001", "1002", true],
+  ["bob", "answered", "alice", "bob", "1001", "1002", true],
+  ["carol", "answered", "bob", "carol", "1002", "1003", true],
+];
+
+/** The parties of calls in progress, asserted of `user`'s. */
+const expectCall =
+  (user: (w: World) => UserRecord, expected: Partial<LiveCall>) => async (w: World) => {
+    const call = await callOf(w, user(w));
+    assert.deepEqual(
+      Object.fromEntries(Object.keys(expected).map((key) => [key, call[key as keyof LiveCall]])),
+      expected,
+    );
+  };
 
 export const SCENARIOS: Scenario[] = [
   {
@@ -514,5 +603,208 @@ export const SCENARIOS: Scenario[] = [
       { command: (w) => w.services.platform.phoneAction(w.alice, "hangup") },
     ],
     ...HELD_AND_RESUMED,
+  },
+  {
+    name: "svc holds and resumes the caller's call, then hangs it up",
+    transcript: null,
+    variables: crm,
+    steps: [
+      ALICE_CALLS_BOB,
+      { command: onCallOf(ALICE, { kind: "hold" }) },
+      { command: expectCall(ALICE, { onHold: true, talkingTo: [] }) },
+      { command: onCallOf(ALICE, { kind: "resume" }) },
+      { command: expectCall(ALICE, { onHold: false, state: "up" }) },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
+    ],
+    events: [
+      ...ALICE_BOB_TALK,
+      ["alice", "EventOnHold", "1001", "1002", 1, 1],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ],
+    history: HELD_AND_RESUMED.history,
+  },
+  {
+    name: "svc holds the callee's call; the party on hold hangs up: the call ends",
+    transcript: null,
+    variables: crm,
+    steps: [
+      ALICE_CALLS_BOB,
+      { command: onCallOf(BOB, { kind: "hold" }), phones: (sim) => sim.act("1001", "hangup") },
+    ],
+    events: [
+      ...ALICE_BOB_TALK,
+      ["bob", "EventOnHold", "1002", "1001", 1, 2],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ],
+    history: HELD_AND_RESUMED.history,
+  },
+  {
+    name: "blind transfer: alice sends bob to carol, who answers and hangs up",
+    transcript: null,
+    variables: crm,
+    steps: [
+      ALICE_CALLS_BOB,
+      {
+        command: aliceTransfersBob("blind"),
+        phones: async (sim) => {
+          await sim.act("1003", "answer");
+          await sim.act("1003", "hangup");
+        },
+      },
+    ],
+    events: [
+      ...ALICE_BOB_TALK,
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["carol", "EventRinging", "1003", "1002", 1, 3],
+      ["bob", "EventEstablished", "1002", "1003", 1, 2],
+      ["carol", "EventEstablished", "1003", "1002", 1, 3],
+      ["bob", "EventReleased", "1002", "1003", 1, 2],
+      ["carol", "EventReleased", "1003", "1002", 1, 3],
+    ],
+    history: TRANSFERRED_HISTORY,
+  },
+  {
+    name: "attended transfer completed: bob and carol talk, alice is free",
+    transcript: null,
+    variables: crm,
+    steps: [
+      ...CONSULTATION.steps,
+      { command: expectCall(BOB, { talkingTo: [] }) },
+      {
+        command: async (w) => w.services.platform.completeTransfer((await aliceTransfer(w)).id),
+        phones: (sim) => sim.act("1003", "hangup"),
+      },
+    ],
+    events: [
+      ...CONSULTATION.events,
+      ["alice", "EventReleased", "1001", "1003", 1, 1],
+      ["bob", "EventEstablished", "1002", "1003", 1, 2],
+      ["carol", "EventEstablished", "1003", "1002", 1, 3],
+      ["bob", "EventReleased", "1002", "1003", 1, 2],
+      ["carol", "EventReleased", "1003", "1002", 1, 3],
+    ],
+    history: TRANSFERRED_HISTORY,
+  },
+  {
+    name: "attended transfer cancelled: carol is released, alice talks with bob again",
+    transcript: null,
+    variables: crm,
+    steps: [
+      ...CONSULTATION.steps,
+      {
+        command: async (w) => w.services.platform.cancelTransfer((await aliceTransfer(w)).id),
+        phones: (sim) => sim.act("1001", "hangup"),
+      },
+    ],
+    events: [
+      ...CONSULTATION.events,
+      ["carol", "EventReleased", "1003", "1001", 1, 3],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
+      ["bob", "answered", "alice", "bob", "1001", "1002", true],
+      ["carol", "answered", "alice", "carol", "1001", "1003", true],
+    ],
+  },
+  {
+    name: "attended transfer not answered in its time: alice talks with bob again",
+    transcript: null,
+    variables: crm,
+    steps: [
+      ALICE_CALLS_BOB,
+      { command: aliceTransfersBob("attended", 8000), phones: (sim) => sim.advance(8000) },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
+    ],
+    events: [
+      ...ALICE_BOB_TALK,
+      ["alice", "EventDialing", "1001", "1003", 1, 1],
+      ["carol", "EventRinging", "1003", "1001", 1, 3],
+      ["carol", "EventReleased", "1003", "1001", 1, 3],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
+      ["bob", "answered", "alice", "bob", "1001", "1002", true],
+      ["carol", "missed", "alice", "carol", "1001", "1003", false],
+    ],
+  },
+  {
+    name: "conference of three: bob muted, carol removed, the host leaving ends it",
+    transcript: null,
+    variables: crm,
+    steps: [
+      ...CONSULTATION.steps,
+      {
+        command: async (w) =>
+          w.services.platform.startConference((await callOf(w, w.alice)).callId, [
+            (await callOf(w, w.bob)).callId,
+            (await callOf(w, w.carol)).callId,
+          ]),
+      },
+      {
+        command: async (w) => {
+          const alice = (await callOf(w, w.alice)).callId;
+          const bob = (await callOf(w, w.bob)).callId;
+          const carol = (await callOf(w, w.carol)).callId;
+          await expectCall(BOB, { conferenceId: alice, talkingTo: [alice, carol] })(w);
+          const [conference] = await w.services.platform.conferences();
+          assert.deepEqual(conference?.members.map((member) => member.callId), [alice, bob, carol]);
+        },
+      },
+      { command: onCallOf(BOB, { kind: "mute", on: true }) },
+      { command: expectCall(BOB, { muted: true }) },
+      {
+        command: async (w) => {
+          const alice = (await callOf(w, w.alice)).callId;
+          await w.services.platform.removeFromConference(alice, (await callOf(w, w.carol)).callId);
+        },
+      },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
+    ],
+    events: [
+      ...CONSULTATION.events,
+      ["carol", "EventReleased", "1003", "1001", 1, 3],
+      ["alice", "EventReleased", "1001", "1003", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
+      ["bob", "answered", "alice", "bob", "1001", "1002", true],
+      ["carol", "answered", "alice", "carol", "1001", "1003", true],
+    ],
+  },
+  {
+    name: "recording, mute and DTMF on a call: its state, nothing else changes",
+    transcript: null,
+    variables: crm,
+    steps: [
+      ALICE_CALLS_BOB,
+      { command: onCallOf(ALICE, { kind: "record", action: "start" }) },
+      { command: expectCall(ALICE, { record: "active" }) },
+      { command: onCallOf(ALICE, { kind: "record", action: "pause" }) },
+      { command: expectCall(ALICE, { record: "paused" }) },
+      { command: onCallOf(ALICE, { kind: "record", action: "resume" }) },
+      { command: onCallOf(ALICE, { kind: "mute", on: true }) },
+      { command: expectCall(ALICE, { record: "active", muted: true }) },
+      { command: onCallOf(ALICE, { kind: "dtmf", digits: "12#" }) },
+      { command: onCallOf(ALICE, { kind: "mute", on: false }) },
+      { command: onCallOf(ALICE, { kind: "record", action: "stop" }) },
+      { command: expectCall(ALICE, { record: "inactive", muted: false }) },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
+    ],
+    events: [
+      ...ALICE_BOB_TALK,
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+    ],
+    history: HELD_AND_RESUMED.history,
   },
 ];
