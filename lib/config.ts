@@ -37,6 +37,8 @@ export interface Config {
   amiUsername: string | null;
   amiSecret: string | null;
   asteriskConfigDir: string | null;
+  /** Where Asterisk writes call recordings (MixMonitor); null for its own monitor directory. */
+  asteriskRecordingsDir: string | null;
   /** Origins allowed by CORS (`scheme://host[:port]`), `["*"]` for any, empty for none. */
   corsOrigins: string[];
   /** A second address the same app listens on (e.g. xivo-auth's port 9497), or null. */
@@ -235,6 +237,7 @@ const settings = {
   SVC_AMI_USERNAME: { default: "", parse: optional, key: "amiUsername" },
   SVC_AMI_SECRET: { default: "", parse: secret, key: "amiSecret" },
   SVC_ASTERISK_CONFIG_DIR: { default: "", parse: optional, key: "asteriskConfigDir" },
+  SVC_ASTERISK_RECORDINGS_DIR: { default: "", parse: optional, key: "asteriskRecordingsDir" },
   SVC_CORS_ORIGINS: { default: "", parse: originList, key: "corsOrigins" },
   SVC_EXTRA_LISTEN: { default: "", parse: listenAddress, key: "extraListen" },
   SVC_CTI_MAX_PER_USER: { default: "10", parse: integer(1, 10_000), key: "ctiMaxPerUser" },

@@ -96,6 +96,7 @@ function asterisk(config: Config, store: Store, clock: Clock, logger: Logger): A
       secret: config.amiSecret ?? "",
     },
     configDir: config.asteriskConfigDir ?? "",
+    recordingsDir: config.asteriskRecordingsDir ?? "",
   });
 }
 

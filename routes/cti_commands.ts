@@ -2,32 +2,37 @@
  * The commands a client sends on the CTI socket (docs/cti.md), each through the same code and the
  * same ACL as its REST route, for the socket's own user: `dial` is `POST /dial/number/{me}`
  * (ACL `svc.rest.dial.number.{me}.create`), `dnd` is `POST /dnd/{me}`, the forwards are
- * `POST /forward/{kind}/{me}`, the agent commands are the agent daemon's `/users/me/agents/…`.
- * What `alias.ctiuser` grants a CTI user on the socket is {@link ctiChannelAcls}; a token may still
- * deny any of it (`!svc.rest.dnd.#`).
+ * `POST /forward/{kind}/{me}`, the agent commands are the agent daemon's `/users/me/agents/…`, the
+ * commands on the user's calls the call daemon's `/users/me/calls|transfers|conferences/…`
+ * (lib/cti/call_commands.ts). What `alias.ctiuser` grants a CTI user on the socket is
+ * {@link ctiChannelAcls}; a token may still deny any of it (`!svc.rest.dnd.#`).
  *
  * A command that fails answers one `Error` message naming it; the socket stays open.
  */
 import { agentOfUser, agentStatuses } from "../lib/agent_control.ts";
 import { CTI_USER_ALIAS, isAllowed } from "../lib/auth/acl.ts";
 import { fillAcl } from "../lib/auth/guard.ts";
+import { CTI_CALLD_ACLS } from "../lib/calls/acls.ts";
 import { changeDnd, changeForward } from "../lib/control.ts";
+import { runCallCommand } from "../lib/cti/call_commands.ts";
 import type { CtiSession } from "../lib/cti/hub.ts";
 import {
+  type CallCommandName,
   type Command,
   type CommandName,
   commandSchemas,
   ctiError,
   type CtiMessage,
   envelopeSchema,
+  isCallCommand,
   isCommandName,
   PONG,
   userConfig,
 } from "../lib/cti/messages.ts";
 import { dialOf, readyToDial } from "../lib/dial.ts";
-import { ApiError, PlatformUnavailable, Unreachable } from "../lib/errors.ts";
+import { ApiError, Unreachable } from "../lib/errors.ts";
 import { checkBody } from "../lib/http.ts";
-import { type PhoneAction, PlatformRefusal } from "../lib/platform/port.ts";
+import { PlatformRefusal } from "../lib/platform/port.ts";
 import type { Services } from "../lib/services.ts";
 import { listAgents } from "../lib/store/agents.ts";
 import { getExtension } from "../lib/store/extensions.ts";
@@ -37,14 +42,14 @@ import { getUser, type UserRecord } from "../lib/store/users.ts";
 /** The longest message a client may send (characters). */
 export const MAX_MESSAGE = 65_536;
 
-/** The ACL each command needs, `{username}` being the socket's user; null: none. */
-const COMMAND_ACLS: Record<CommandName, string | null> = {
+/**
+ * The ACL each command needs, `{username}` being the socket's user; null: none. The commands on
+ * the user's calls check theirs as they run (lib/cti/call_commands.ts `CALL_ACLS`).
+ */
+const COMMAND_ACLS: Record<Exclude<CommandName, CallCommandName>, string | null> = {
   dial: "svc.rest.dial.number.{username}.create",
   dialFromMobile: "svc.rest.dial.number.{username}.create",
   dialFromQueue: "svc.rest.dial.fromqueue.create",
-  hangup: "svc.cti.phone.hangup.create",
-  answer: "svc.cti.phone.answer.create",
-  hold: "svc.cti.phone.hold.create",
   dnd: "svc.rest.dnd.{username}.create",
   uncFwd: "svc.rest.forward.unconditional.{username}.create",
   naFwd: "svc.rest.forward.noanswer.{username}.create",
@@ -58,11 +63,17 @@ const COMMAND_ACLS: Record<CommandName, string | null> = {
   subscribeToAgentEvents: null,
 };
 
-/** What `alias.ctiuser` grants on the socket: the commands on the user's own phone and agent. */
+/**
+ * What `alias.ctiuser` grants on the socket: the commands on the user's own services, agent and
+ * calls (the call daemon's `calld.users.me.#`, as on `/1.0`).
+ */
 export function ctiChannelAcls(username: string): string[] {
-  return Object.entries(COMMAND_ACLS)
-    .filter(([name, acl]) => acl !== null && name !== "dialFromQueue")
-    .map(([, acl]) => fillAcl(acl!, { username }));
+  return [
+    ...Object.entries(COMMAND_ACLS)
+      .filter(([name, acl]) => acl !== null && name !== "dialFromQueue")
+      .map(([, acl]) => fillAcl(acl!, { username })),
+    ...CTI_CALLD_ACLS,
+  ];
 }
 
 /** The socket user's grants: the token's, plus the channel's for a CTI user. */
@@ -103,13 +114,8 @@ export async function handleMessage(
     if (!isCommandName(name)) {
       throw new ApiError(400, "UnknownCommand", `unknown command ${JSON.stringify(name)}`);
     }
-    const acl = COMMAND_ACLS[name];
-    if (acl !== null) {
-      const required = fillAcl(acl, { username: session.username });
-      if (!isAllowed(grantsOf(session), required, session.identity.userId)) {
-        throw new ApiError(403, "Forbidden", `missing ACL ${required}`);
-      }
-    }
+    const acl = isCallCommand(name) ? null : COMMAND_ACLS[name];
+    if (acl !== null) authorize(session, acl);
     // the user as it is now: services, lines and agent may have changed since the socket opened
     const user = await getUser(services.store, session.user.id);
     if (!user) throw new ApiError(400, "UserNotFound", "the socket's user no longer exists");
@@ -117,6 +123,14 @@ export async function handleMessage(
     await run(services, session, user, name, fields);
   } catch (error) {
     session.send(errorMessage(services, error, command));
+  }
+}
+
+/** Refuses (`Forbidden`) unless the socket holds `template` filled with its user and `values`. */
+function authorize(session: CtiSession, template: string, values: Record<string, string> = {}) {
+  const required = fillAcl(template, { username: session.username, ...values });
+  if (!isAllowed(grantsOf(session), required, session.identity.userId)) {
+    throw new ApiError(403, "Forbidden", `missing ACL ${required}`);
   }
 }
 
@@ -128,12 +142,25 @@ function errorMessage(services: Services, error: unknown, command?: string): Cti
   return ctiError("NotHandledError", "unexpected error", command);
 }
 
+/** The `error` of each refusal of the platform or of `lib/calls/` (others are `BadRequest`). */
 const REFUSAL_CODES: Record<string, string> = {
   no_call: "NoCall",
   no_line: "NoLine",
   not_supported: "NotSupported",
   already_logged: "AlreadyLogged",
   not_logged: "NotLogged",
+  not_yours: "Forbidden",
+  not_ringing: "NotRinging",
+  not_talking: "NotTalking",
+  not_held: "NotHeld",
+  held_by_phone: "HeldByPhone",
+  recording_not_started: "RecordingNotStarted",
+  no_transfer: "NoTransfer",
+  transfer_exists: "TransferInProgress",
+  in_transfer: "TransferInProgress",
+  no_conference: "NoConference",
+  in_conference: "InConference",
+  not_peer: "NotPeer",
 };
 
 const refusalCode = (refusal: PlatformRefusal) => REFUSAL_CODES[refusal.reason] ?? "BadRequest";
@@ -146,6 +173,18 @@ async function run(
   name: CommandName,
   raw: Record<string, unknown>,
 ): Promise<void> {
+  if (isCallCommand(name)) {
+    return await runCallCommand(
+      {
+        services,
+        user,
+        authorize: (template, values) => authorize(session, template, values),
+        reply: (message) => session.send(message),
+      },
+      name,
+      raw,
+    );
+  }
   const fields = <N extends CommandName>(command: N): Command<N> =>
     checkBody(commandSchemas[command], raw, "BadRequest") as Command<N>;
   switch (name) {
@@ -167,10 +206,6 @@ async function run(
       await dial(services, user);
       return;
     }
-    case "hangup":
-    case "answer":
-    case "hold":
-      return await phoneAction(services, user, name);
     case "dnd":
       return await changeDnd(services, user, fields("dnd").state);
     case "uncFwd":
@@ -279,11 +314,4 @@ async function loginExtension(services: Services, user: UserRecord, number: stri
       ? `user ${user.username} has no line`
       : `${number} is not a line of user ${user.username}`,
   );
-}
-
-async function phoneAction(services: Services, user: UserRecord, action: PhoneAction) {
-  if (!services.platform.reachable()) {
-    throw new PlatformUnavailable("the PBX is unreachable");
-  }
-  await services.platform.phoneAction(user, action);
 }

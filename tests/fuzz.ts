@@ -1056,7 +1056,7 @@ function toRequest(target: FuzzTarget, request: FuzzRequest): Request {
 /** Which area answers `pathname` (as Hono decodes it), hence the form of its errors. */
 function areaOf(
   pathname: string,
-): "confd" | "agentd" | "xivo" | "service" | "status" | "ready" {
+): "confd" | "agentd" | "calld" | "xivo" | "service" | "status" | "ready" {
   let path = pathname;
   if (path.includes("%")) {
     try {
@@ -1066,6 +1066,7 @@ function areaOf(
   if (/^\/1\.1(\/|$)/.test(path)) return "confd";
   if (/^\/agents(\/|$)/.test(path) || /^\/users\/me\/agents(\/|$)/.test(path)) return "agentd";
   if (/^\/0\.1(\/|$)/.test(path)) return "xivo";
+  if (/^\/1\.0(\/|$)/.test(path)) return "calld";
   if (path === "/status") return "status";
   if (path === "/ready") return "ready";
   return "service";
@@ -1084,6 +1085,10 @@ const FORMS = {
   /** `{error}` alone: the agent daemon. */
   agentd: (body: unknown) =>
     isRecord(body) && Object.keys(body).join() === "error" && typeof body.error === "string",
+  /** `{message, error_id, details, timestamp}`: the call daemon. */
+  calld: (body: unknown) =>
+    isRecord(body) && typeof body.message === "string" && typeof body.error_id === "string" &&
+    isRecord(body.details) && typeof body.timestamp === "number",
   /** `{reason: [text], timestamp: [n], status_code}`: xivo-auth. */
   xivo: (body: unknown) =>
     isRecord(body) && Array.isArray(body.reason) && typeof body.reason[0] === "string" &&
@@ -1098,6 +1103,8 @@ function inAreaForm(pathname: string, body: unknown): boolean {
       return FORMS.confd(body);
     case "agentd":
       return FORMS.agentd(body);
+    case "calld":
+      return FORMS.calld(body);
     case "xivo": // an unknown path below /0.1 is the app's 404
       return FORMS.xivo(body) || FORMS.service(body);
     case "status": // GET /status is the agent daemon's; any other method an unknown route

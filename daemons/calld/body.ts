@@ -74,17 +74,18 @@ export const DTMF_QUERY = z.object({
 
 /** What is wrong with `error`'s value, field by field (`source.user`: [...]). */
 function details(error: z.ZodError): Record<string, string[]> {
-  const fields: Record<string, string[]> = {};
+  // a Map: a field may be named `constructor` or `__proto__`
+  const fields = new Map<string, string[]>();
   for (const issue of error.issues) {
     const keys = issue.code === "unrecognized_keys" ? issue.keys : [""];
     for (const key of keys) {
       const name = [...issue.path, ...(key ? [key] : [])].join(".") || "_schema";
-      (fields[name] ??= []).push(
-        issue.code === "unrecognized_keys" ? "Unknown field." : issue.message,
-      );
+      const messages = fields.get(name) ?? [];
+      messages.push(issue.code === "unrecognized_keys" ? "Unknown field." : issue.message);
+      fields.set(name, messages);
     }
   }
-  return fields;
+  return Object.fromEntries(fields);
 }
 
 /** `value` read with `schema`; off the model: 400 `invalid-data`. */

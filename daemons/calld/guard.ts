@@ -8,14 +8,12 @@ import type { MiddlewareHandler } from "hono";
 import { CTI_USER_ALIAS, isAllowed } from "../../lib/auth/acl.ts";
 import { fillAcl, readToken } from "../../lib/auth/guard.ts";
 import type { Identity, Tokens } from "../../lib/auth/tokens.ts";
+import { CTI_CALLD_ACLS } from "../../lib/calls/acls.ts";
 import { ApiError } from "../../lib/errors.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import { guardTag } from "../../lib/openapi/operation.ts";
 import { checkPathValues } from "../../lib/path_values.ts";
 import { CalldError, unauthorized } from "./errors.ts";
-
-/** What `alias.ctiuser` grants in the call daemon: the routes on the user's own calls. */
-export const CTI_CALLD_ACLS: readonly string[] = ["calld.users.me.#"];
 
 const withCtiAcls = new WeakMap<readonly string[], readonly string[]>();
 

@@ -30,6 +30,41 @@ export async function ownCall(platform: Platform, userId: number, callId: string
   return call;
 }
 
+/** Where a party stands for a command that names none: up and heard, on hold, or ringing. */
+export type CallState = "talking" | "held" | "ringing";
+
+const stateOf = (call: LiveCall): CallState =>
+  call.state === "ringing" ? "ringing" : call.onHold ? "held" : "talking";
+
+/**
+ * The user's own party `callId` when one is named (`no_call`, `not_yours`), else its current
+ * call: its oldest party in the first state of `prefer` that it has one in; `no_call` when none.
+ *
+ * @example
+ * await userCall(platform, user.id, undefined, ["talking", "held"]); // what `hold` acts on
+ */
+export async function userCall(
+  platform: Platform,
+  userId: number,
+  callId: string | undefined,
+  prefer: readonly CallState[],
+): Promise<LiveCall> {
+  if (callId !== undefined) return await ownCall(platform, userId, callId);
+  return currentCall(await callsOf(platform, userId), prefer);
+}
+
+/** The oldest of `calls` in the first state of `prefer` that one is in; `no_call` when none. */
+function currentCall(calls: LiveCall[], prefer: readonly CallState[]): LiveCall {
+  for (const state of prefer) {
+    const call = calls.find((call) => stateOf(call) === state);
+    if (call) return call;
+  }
+  const states = prefer.length > 1
+    ? `${prefer.slice(0, -1).join(", ")} or ${prefer.at(-1)}`
+    : prefer.join("");
+  throw new PlatformRefusal("no_call", `no ${states} call`);
+}
+
 const notYours = (what: string) => new PlatformRefusal("not_yours", `${what} is another user's`);
 
 /** The context the user dials in: its main line's; `no_line` when it has none. */
@@ -67,6 +102,18 @@ export async function transferOf(platform: Platform, id: string): Promise<Transf
   return transfer;
 }
 
+/** The transfers in progress that `userId` started. */
+export async function transfersOf(platform: Platform, userId: number): Promise<Transfer[]> {
+  return (await platform.transfers()).filter((transfer) => transfer.initiatorUserId === userId);
+}
+
+/** The user's transfer in progress (its oldest); `no_transfer` when it has none. */
+export async function userTransfer(platform: Platform, userId: number): Promise<Transfer> {
+  const [transfer] = await transfersOf(platform, userId);
+  if (!transfer) throw new PlatformRefusal("no_transfer", "no transfer in progress");
+  return transfer;
+}
+
 /** The user's own transfer `id`: `no_transfer`, or `not_yours` for another user's. */
 export async function ownTransfer(platform: Platform, userId: number, id: string) {
   const transfer = await transferOf(platform, id);
@@ -85,4 +132,35 @@ export async function ownConference(
     throw new PlatformRefusal("no_conference", `no conference ${id}`);
   }
   return conference;
+}
+
+/**
+ * The user's own member party of the conference `id`, hosted by anyone; `no_conference` when the
+ * user has none in it (or there is no such conference).
+ */
+export async function ownMember(platform: Platform, userId: number, id: string): Promise<LiveCall> {
+  const member = (await callsOf(platform, userId)).find((call) => call.conferenceId === id);
+  if (!member) throw new PlatformRefusal("no_conference", `no conference ${id}`);
+  return member;
+}
+
+/**
+ * What the user merges into a conference without naming the parties: during a transfer, its
+ * initiator's party hosts the transferred and recipient parties; otherwise the user's current call
+ * (talking, else held) hosts the peers of all of the user's calls. `no_call` when the user has no
+ * call to host one.
+ */
+export async function conferenceParties(
+  platform: Platform,
+  userId: number,
+): Promise<{ host: string; participants: string[] }> {
+  const [transfer] = await transfersOf(platform, userId);
+  if (transfer) {
+    const { initiatorCallId: host, transferredCallId, recipientCallId } = transfer;
+    return { host, participants: [transferredCallId, recipientCallId].filter((id) => id !== null) };
+  }
+  const calls = await callsOf(platform, userId);
+  const host = currentCall(calls, ["talking", "held"]).callId;
+  const peers = calls.map((call) => call.peerCallId).filter((id) => id !== null);
+  return { host, participants: [...new Set(peers)] };
 }

@@ -4,7 +4,8 @@
  * or `{claz: "ping"}`.
  */
 import * as z from "zod";
-import { type EventMessage, serviceFields } from "../events/messages.ts";
+import { MAX_DESTINATION_LENGTH } from "../dial.ts";
+import { type EventMessage, type PhoneEventMessage, serviceFields } from "../events/messages.ts";
 import type { PhoneStatus } from "../platform/port.ts";
 import type { UserRecord } from "../store/users.ts";
 
@@ -80,6 +81,45 @@ export const phoneHintStatus = (number: string, status: PhoneStatus): CtiMessage
 /** The answer to `{claz: "ping"}`: any message keeps `cti.js`'s heartbeat alive. */
 export const PONG: CtiMessage = { msgType: "Pong", ctiMessage: {} };
 
+/** One member of a conference as `ConferenceEvent` shows it. */
+export interface ConferenceParticipant {
+  /** Its place among the members, the host 0, then in the order they joined. */
+  index: number;
+  callerIdName: string;
+  callerIdNum: string;
+  /** Seconds since it joined. */
+  since: number;
+  isTalking: boolean;
+  role: "Organizer" | "User";
+  isMuted: boolean;
+  /** The member is the socket's own user. */
+  isMe: boolean;
+  /** Its user's username, "" for a party on no user's phone. */
+  username: string;
+}
+
+/** The answer to `conference`: the conference the user now hosts, and its members. */
+export const conferenceJoined = (
+  hostCallId: string,
+  conferenceId: string,
+  participants: ConferenceParticipant[],
+): CtiMessage => ({
+  msgType: "ConferenceEvent",
+  ctiMessage: {
+    eventType: "Join",
+    uniqueId: hostCallId,
+    conferenceNumber: conferenceId,
+    conferenceName: conferenceId,
+    since: 0,
+    participants,
+  },
+});
+
+/** The answer to `getCurrentCallsPhoneEvents`: one `PhoneEvent`'s `ctiMessage` per call. */
+export const currentCallsPhoneEvents = (
+  events: PhoneEventMessage["ctiMessage"][],
+): CtiMessage => ({ msgType: "CurrentCallsPhoneEvents", ctiMessage: { events } });
+
 /** A command that failed; the socket stays open. */
 export const ctiError = (error: string, message: string, command?: string): CtiMessage => ({
   msgType: "Error",
@@ -95,6 +135,41 @@ export const envelopeSchema = z.object({
 }).passthrough();
 
 const agentId = z.number().int().optional();
+/** A call of the user, by the `uniqueId` of its `PhoneEvent`s; left out: the current one. */
+const uniqueId = z.string().min(1).max(256).optional();
+/** A number to transfer to, as sent (sanitized as a dial's destination). */
+const destination = z.string().max(
+  MAX_DESTINATION_LENGTH,
+  `longer than ${MAX_DESTINATION_LENGTH} characters`,
+);
+/** A conference, by the `conferenceNumber` of its `ConferenceEvent`. */
+const numConf = z.string().min(1).max(256);
+/** A member of the conference, by its `index` in its `ConferenceEvent`. */
+const index = z.number().int().min(0);
+
+/** The fields of the commands on the user's calls (lib/cti/call_commands.ts). */
+export const callCommandSchemas = {
+  hangup: z.object({ uniqueId }),
+  answer: z.object({ uniqueId }),
+  hold: z.object({ uniqueId }),
+  directTransfer: z.object({ destination }),
+  /** `device` (a phone of the user's, in xuc) is accepted and ignored. */
+  attendedTransfer: z.object({ destination, device: z.unknown().optional() }),
+  completeTransfer: z.object({}),
+  cancelTransfer: z.object({}),
+  conference: z.object({}),
+  conferenceMuteMe: z.object({ numConf }),
+  conferenceUnmuteMe: z.object({ numConf }),
+  conferenceMute: z.object({ numConf, index }),
+  conferenceUnmute: z.object({ numConf, index }),
+  conferenceKick: z.object({ numConf, index }),
+  conferenceMuteAll: z.object({ numConf }),
+  conferenceUnmuteAll: z.object({ numConf }),
+  getCurrentCallsPhoneEvents: z.object({}),
+  sendDtmf: z.object({
+    key: z.string().regex(/^[0-9*#]{1,64}$/, "1 to 64 of the keys 0-9, * and #"),
+  }),
+} as const;
 
 /** The fields of each supported `web` command (others are ignored, as `cti.js` sends extras). */
 export const commandSchemas = {
@@ -102,9 +177,6 @@ export const commandSchemas = {
   dial: z.object({}).passthrough(),
   dialFromMobile: z.object({}).passthrough(),
   dialFromQueue: z.object({}).passthrough(),
-  hangup: z.object({}),
-  answer: z.object({}),
-  hold: z.object({}),
   dnd: z.object({ state: z.boolean() }),
   uncFwd: z.object({ state: z.boolean(), destination: z.string().nullable().optional() }),
   naFwd: z.object({ state: z.boolean(), destination: z.string().nullable().optional() }),
@@ -116,10 +188,15 @@ export const commandSchemas = {
   getConfig: z.object({ objectType: z.string().optional() }),
   getAgentStates: z.object({}),
   subscribeToAgentEvents: z.object({}),
+  ...callCommandSchemas,
 } as const;
 
 export type CommandName = keyof typeof commandSchemas;
+export type CallCommandName = keyof typeof callCommandSchemas;
 export type Command<N extends CommandName> = z.infer<(typeof commandSchemas)[N]>;
 
 export const isCommandName = (name: string): name is CommandName =>
   Object.hasOwn(commandSchemas, name);
+
+export const isCallCommand = (name: CommandName): name is CallCommandName =>
+  Object.hasOwn(callCommandSchemas, name);

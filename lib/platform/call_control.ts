@@ -90,6 +90,21 @@ export interface Transfer {
   status: "ringback" | "answered" | "blind_transferred";
 }
 
+/** A transfer as its request starts it: blind, done at once; attended, ringing its recipient. */
+export function startedTransfer(request: TransferRequest, initiatorUserId: number): Transfer {
+  return {
+    id: request.initiatorCallId,
+    flow: request.flow,
+    initiatorCallId: request.initiatorCallId,
+    initiatorUserId,
+    transferredCallId: request.transferredCallId,
+    recipientCallId: null,
+    exten: request.exten,
+    context: request.context,
+    status: request.flow === "blind" ? "blind_transferred" : "ringback",
+  };
+}
+
 export interface TransferRequest {
   flow: TransferFlow;
   initiatorCallId: string;

@@ -116,9 +116,6 @@ export class PlatformRefusal extends Error {
   }
 }
 
-/** What a user's CTI page asks of the user's own phone (the xuc CTI API's answer, hangup, hold). */
-export type PhoneAction = "answer" | "hangup" | "hold";
-
 /**
  * Where the platform's connection stands: `ready` (it takes commands, {@link Platform.reachable}),
  * `syncing` (connected, reading the PBX's state again before taking commands), `disconnected`
@@ -184,15 +181,6 @@ export interface Platform extends CallControl {
     callerIdNumber: string,
     variables: CallVariables,
   ): Promise<CallStarted>;
-  /**
-   * Acts on the current call of `user`'s own phone (its main line, `line_ids[0]`, named by its
-   * extension), as a browser CTI page asks: `answer` picks up a ringing call; `hangup` ends the
-   * current call, ringing (declined), calling, established or held; `hold` puts an established call
-   * on hold, or takes it off hold when it already is (a toggle, as the xuc CTI API's `hold`). What
-   * follows comes as the usual phone events. Refusals: `no_line` (no line or extension),
-   * `no_call` (nothing to act on), `not_supported` (the PBX cannot do it for this phone).
-   */
-  phoneAction(user: UserRecord, action: PhoneAction): Promise<void>;
   /**
    * The user's DND or forwards changed (the user record is the source of truth). A real PBX
    * connector pushes them to the PBX; the simulator reads the record at each call.

@@ -26,6 +26,30 @@ export const CLIENT_DRIVEN = new Set([
   "reload",
 ]);
 
+/**
+ * The actions svc sends for a command, in a session recorded from svc itself (the recorder's
+ * sessions only): the client has to send each; svc's own queries (resync, keepalive, reloads)
+ * are played by themselves.
+ */
+export const SVC_DRIVEN = new Set([
+  ...CLIENT_DRIVEN,
+  "hangup",
+  "redirect",
+  "bridge",
+  "userevent",
+  "setvar",
+  "mixmonitor",
+  "stopmixmonitor",
+  "mixmonitormute",
+  "muteaudio",
+  "playdtmf",
+  "confbridgekick",
+  "confbridgemute",
+  "confbridgeunmute",
+  "pjsipnotify",
+]);
+SVC_DRIVEN.delete("reload");
+
 interface RecordLine {
   t: number;
   dir: "send" | "recv";

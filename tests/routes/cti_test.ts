@@ -1,135 +1,15 @@
 /**
  * The CTI socket (`GET /svc/api/2.0/cti`, docs/cti.md) over a real HTTP server on loopback and
  * Deno's own WebSocket client: refusals before the upgrade, the greeting, every command, errors
- * that leave the socket open, token expiry, the per-user cap and a slow reader.
+ * that leave the socket open, token expiry, the per-user cap and a slow reader. The commands on
+ * the user's calls are in cti_calls_test.ts.
  */
 import assert from "node:assert/strict";
 import { createAgent } from "../../lib/store/agents.ts";
 import { createContact } from "../../lib/store/contacts.ts";
 import { linkUserAgent } from "../../lib/store/user_agents.ts";
-import {
-  bearer,
-  type Confd,
-  confd,
-  login,
-  postJson,
-  setup,
-  type TestContext,
-  webServiceUser,
-} from "../helpers.ts";
-
-const V2 = "/svc/api/2.0";
-
-interface Message {
-  msgType: string;
-  ctiMessage: Record<string, unknown>;
-}
-
-/** A WebSocket client keeping every message, with a way to wait for the next matching one. */
-class Client {
-  readonly messages: Message[] = [];
-  #read = 0;
-  #waiters: (() => void)[] = [];
-  closed: Promise<CloseEvent>;
-
-  constructor(readonly socket: WebSocket) {
-    socket.onmessage = (event) => {
-      this.messages.push(JSON.parse(event.data));
-      for (const wake of this.#waiters.splice(0)) wake();
-    };
-    this.closed = new Promise((resolve) => {
-      socket.addEventListener("close", (event) => {
-        resolve(event);
-        for (const wake of this.#waiters.splice(0)) wake();
-      });
-    });
-  }
-
-  /** The next message (after those already taken) matching `test`, within 5 s. */
-  async next(test: (message: Message) => boolean, what: string): Promise<Message> {
-    const deadline = Date.now() + 5_000;
-    for (;;) {
-      while (this.#read < this.messages.length) {
-        const message = this.messages[this.#read++]!;
-        if (test(message)) return message;
-      }
-      if (Date.now() > deadline || this.socket.readyState > 1) {
-        throw new Error(`no ${what}; got ${JSON.stringify(this.messages.slice(-5))}`);
-      }
-      await new Promise<void>((resolve) => {
-        this.#waiters.push(resolve);
-        setTimeout(resolve, 50);
-      });
-    }
-  }
-
-  type = (msgType: string) => this.next((message) => message.msgType === msgType, msgType);
-
-  send(message: unknown): void {
-    this.socket.send(typeof message === "string" ? message : JSON.stringify(message));
-  }
-
-  web(command: string, fields: Record<string, unknown> = {}): void {
-    this.send({ claz: "web", command, ...fields });
-  }
-}
-
-interface Fixture {
-  ctx: TestContext;
-  api: Confd;
-  base: string;
-  server: Deno.HttpServer<Deno.NetAddr>;
-  clients: Client[];
-  /** Opens a socket with `token` and waits for the greeting's `LoggedOn`. */
-  open(token: string): Promise<Client>;
-  close(): Promise<void>;
-}
-
-async function fixture(env: Record<string, string> = {}): Promise<Fixture> {
-  const ctx = await setup(env);
-  const api = await confd(ctx);
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, ctx.app.fetch);
-  const base = `127.0.0.1:${server.addr.port}`;
-  const clients: Client[] = [];
-  return {
-    ctx,
-    api,
-    base,
-    server,
-    clients,
-    async open(token) {
-      const client = new Client(new WebSocket(`ws://${base}${V2}/cti?token=${token}`));
-      clients.push(client);
-      await client.type("LoggedOn");
-      return client;
-    },
-    async close() {
-      for (const client of clients) client.socket.close();
-      await Promise.all(clients.map((client) => client.closed));
-      ctx.services.cti.close();
-      await ctx.services.platform.close();
-      await server.shutdown();
-      ctx.services.store.close();
-    },
-  };
-}
-
-/** A CTI user (password `<username>-pw`) with a line holding `exten` in `default`. */
-async function userWithLine(api: Confd, username: string, exten: string) {
-  const user = await api.create("/users", {
-    firstname: username,
-    username,
-    password: `${username}-pw`,
-  });
-  const line = await api.create("/lines", { context: "default" });
-  const extension = await api.create("/extensions", { exten, context: "default" });
-  assert.equal((await api.put(`/lines/${line.id}/extensions/${extension.id}`)).status, 204);
-  assert.equal((await api.put(`/users/${user.id}/lines/${line.id}`)).status, 204);
-  return user as { id: number; username: string };
-}
-
-const phoneEvent = (eventType: string) => (message: Message) =>
-  message.msgType === "PhoneEvent" && message.ctiMessage.eventType === eventType;
+import { bearer, login, postJson, webServiceUser } from "../helpers.ts";
+import { Client, fixture, phoneEvent, userWithLine, V2 } from "./cti_fixtures.ts";
 
 Deno.test("refusals before the upgrade, in the 2.0 error form", async (t) => {
   const f = await fixture({ SVC_CTI_MAX_PER_USER: "1" });
@@ -232,7 +112,7 @@ Deno.test("greeting, ping, errors that keep the socket open", async () => {
       [{ claz: 3 }, "BadRequest", /claz/],
       [{ claz: "other" }, "BadRequest", /unknown claz/],
       [{ claz: "web" }, "BadRequest", /names a command/],
-      [{ claz: "web", command: "conference" }, "UnknownCommand", /conference/],
+      [{ claz: "web", command: "userStatusUpdate" }, "UnknownCommand", /userStatusUpdate/],
       [{ claz: "web", command: "toString" }, "UnknownCommand", /toString/],
       [{ claz: "web", command: "dnd", state: "yes" }, "BadRequest", /field state/],
       [{ claz: "web", command: "dnd" }, "BadRequest", /field state/],

@@ -1,119 +1,52 @@
 /**
  * The calls of an Asterisk PBX as svc follows them from AMI events (docs/asterisk.md): channels
- * grouped by `Linkedid` into calls, the legs on users' phones, and out of them the same phone
- * events, agent states and history records the simulator gives for the same scenario
- * (docs/platform.md). Local channels are plumbing (forwards, queue members) and give no event;
- * event order is not causal across channels, so state is keyed by `Uniqueid`/`Linkedid`.
+ * grouped by `Linkedid` into calls, the legs on users' phones and outside lines, and out of them
+ * the same phone events, agent states and history records the simulator gives for the same
+ * scenario (docs/platform.md). Local channels are plumbing (forwards, queue members) and give no
+ * event; event order is not causal across channels, so state is keyed by `Uniqueid`/`Linkedid`.
+ * What svc's call control adds (holds, transfers, conferences) is `call_control.ts`'s.
  */
-import { type CallSummary, historyOf } from "../call_records.ts";
-import type { Directory, Phone, Target } from "../directory.ts";
-import type { PhoneEventType, PlatformEvent } from "../port.ts";
-import type { AgentBook } from "./agents.ts";
+import { historyOf } from "../call_records.ts";
+import type { PhoneEventType } from "../port.ts";
+import type { Phone } from "../directory.ts";
 import type { AmiMessage } from "./ami_message.ts";
+import { ControlState } from "./call_control.ts";
+import {
+  type Call,
+  type Channel,
+  CONFERENCE_CONTEXT,
+  CONSULT_CONTEXT,
+  deviceOf,
+  HOLD_CONTEXT,
+  type Leg,
+  type NewCall,
+  type TrackerContext,
+  type TrackerOps,
+  WAIT_CONTEXT,
+} from "./call_model.ts";
 
-/** A phone's part in a call (or the caller's own phone rung first, `originate`). */
-export interface Leg {
-  uniqueId: string;
-  call: Call;
-  role: "originate" | "callee" | "agent";
-  state: "ringing" | "up" | "on_hold";
-  phone: Phone;
-  /** The other party's number as this leg's user sees it. */
-  otherDN: string;
-  ended: boolean;
-  /** A phone event was sent for this leg: its user gets `EventReleased` when it ends. */
-  announced: boolean;
-  answeredMs: number | null;
-  /** The agent whose phone this is (agent legs), and the queue that rang it. */
-  agentId: number | null;
-  queueId: number | null;
-}
-
-/** How a call started: a dial command of svc (`user`, `from_queue`, `to_queue`) or not. */
-export type CallKind = "user" | "from_queue" | "to_queue" | "phone" | "incoming";
-
-/** Every channel sharing one Linkedid. */
-export interface Call extends CallSummary {
-  kind: CallKind;
-  /** The `USR_` variables every phone event of the call carries. */
-  userData: Record<string, string>;
-  legs: Leg[];
-  /** The calling party's leg: it gets `EventDialing` and `EventFailure`. */
-  origin: Leg | null;
-  /** The channel svc originated (the caller's phone, or a Local channel for queue dials). */
-  originChannel: string | null;
-  originUp: boolean;
-  /** What svc asked in its Originate. */
-  originate: { channel: string; exten: string; context: string } | null;
-  /** The Originate's ActionID, to tell its `OriginateResponse` when no channel came. */
-  originateId: string | null;
-  context: string;
-  /** The number an internal callee sees as the caller's. */
-  shownNumber: string;
-  /** What the number dialled reaches in the caller's context. */
-  target: Target["kind"];
-  established: boolean;
-  /** The calling side's last Dial ended busy or congested: a hang-up then is a failure. */
-  failed: boolean;
-  /** The queue the call waits in: the number an agent sees and the one that reached it. */
-  wait: { queueId: number; agentSees: string; number: string } | null;
-  noHistory: boolean;
-  ended: boolean;
-  /** Uniqueids of its channels not yet hung up. */
-  channels: Set<string>;
-}
-
-interface Channel {
-  uniqueId: string;
-  linkedId: string;
-  /** `PJSIP/alice-0000000b`: what a Hangup action names. */
-  name: string;
-  /** `PJSIP/alice` for `PJSIP/alice-0000000b`; null for a Local channel. */
-  device: string | null;
-  leg: Leg | null;
-}
-
-/** What the tracker needs from the adapter. */
-export interface TrackerContext {
-  dir(): Directory;
-  now(): number;
-  emit(event: PlatformEvent): void;
-  agents: AgentBook;
-}
-
-/** A new call: one svc is about to originate (before its first channel exists), or one it sees. */
-export interface NewCall {
-  linkedId: string;
-  kind: CallKind;
-  context: string;
-  dialled: string;
-  shownNumber: string;
-  src: Call["src"];
-  userData: Record<string, string>;
-  /** What svc asks in its Originate; null for a call svc did not place. */
-  originate: NonNullable<Call["originate"]> | null;
-  /** The caller's phone: rung first by svc's Originate, or the phone that dialled. */
-  callerPhone?: Phone;
-  /** The queue a dial from queue waits in first. */
-  queue?: { id: number; number: string };
-}
+export { deviceOf } from "./call_model.ts";
+export type { NewCall } from "./call_model.ts";
 
 const RINGING = 5;
 const UP = 6;
 
-/** `PJSIP/alice` of `PJSIP/alice-0000000b`, null for Local channels; custom names keep their path. */
-export function deviceOf(channel: string): string | null {
-  if (/^Local\//i.test(channel)) return null;
-  return channel.replace(/-[0-9a-f]+(;\d+)?$/i, "");
-}
+/** Where svc parks channels it holds or transfers: a call ending leaves none of them behind. */
+const SVC_CONTEXTS = new Set([HOLD_CONTEXT, WAIT_CONTEXT, CONSULT_CONTEXT, CONFERENCE_CONTEXT]);
 
 export class CallTracker {
   readonly #channels = new Map<string, Channel>();
   readonly #calls = new Map<string, Call>();
+  /** Bridge id → the uniqueIds of the channels in it. */
+  readonly #bridges = new Map<string, Set<string>>();
   /** Agent legs ended while handling the current event: settled once it is handled. */
   #endedAgentLegs: Leg[] = [];
+  /** What svc's call control did to the calls (holds, transfers, conferences). */
+  readonly control: ControlState;
 
-  constructor(private readonly ctx: TrackerContext) {}
+  constructor(private readonly ctx: TrackerContext) {
+    this.control = new ControlState(this.#ops());
+  }
 
   /**
    * Registers a call: one svc is about to originate (its linkedId is the ChannelId asked for), or
@@ -151,9 +84,12 @@ export class CallTracker {
       noHistory: false,
       ended: false,
       channels: new Set(),
+      ringSrc: null,
+      transfer: null,
     };
     if (init.callerPhone) {
       call.origin = this.#newLeg(call, init.linkedId, init.callerPhone, "originate", init.dialled);
+      if (init.callerNumber) call.origin.number = init.callerNumber;
       if (!ours) call.origin.state = "up";
     }
     this.#calls.set(call.linkedId, call);
@@ -169,6 +105,45 @@ export class CallTracker {
   /** Linkedids of the calls in progress. */
   calls(): string[] {
     return [...this.#calls.values()].filter((call) => !call.ended).map((call) => call.linkedId);
+  }
+
+  /** Every party of the calls in progress, oldest call first. */
+  liveLegs(): Leg[] {
+    return [...this.#calls.values()].flatMap((call) =>
+      call.ended ? [] : call.legs.filter((leg) => !leg.ended && leg.uniqueId !== "")
+    );
+  }
+
+  /** The channel of `leg`, while it exists. */
+  channelOf(leg: Leg): Channel | undefined {
+    const channel = this.#channels.get(leg.uniqueId);
+    return channel?.leg === leg ? channel : undefined;
+  }
+
+  /**
+   * The parties `leg` hears: the others in its bridge, through the Local channels between bridges
+   * (a forward, a queue's agent, a consultation before Asterisk optimizes them away).
+   */
+  peersOf(leg: Leg): Leg[] {
+    const start = this.channelOf(leg);
+    if (!start?.bridge) return [];
+    const peers: Leg[] = [];
+    const seenBridges = new Set<string>();
+    const visit = (bridge: string) => {
+      if (seenBridges.has(bridge)) return;
+      seenBridges.add(bridge);
+      for (const id of this.#bridges.get(bridge) ?? []) {
+        const channel = this.#channels.get(id);
+        if (!channel || channel === start) continue;
+        if (channel.leg && !channel.leg.ended) peers.push(channel.leg);
+        else if (channel.device === null && channel.localPeer) {
+          const other = this.#channels.get(channel.localPeer)?.bridge;
+          if (other) visit(other);
+        }
+      }
+    };
+    visit(start.bridge);
+    return peers;
   }
 
   /**
@@ -198,6 +173,13 @@ export class CallTracker {
         case "Unhold":
           this.#hold(event, name === "Hold");
           return true;
+        case "BridgeEnter":
+        case "BridgeLeave":
+          this.#bridge(event, name === "BridgeEnter");
+          return false;
+        case "LocalBridge":
+          this.#localBridge(event);
+          return false;
         case "QueueCallerJoin":
           this.#queueJoin(event);
           return false;
@@ -211,7 +193,7 @@ export class CallTracker {
           this.#originateResponse(event);
           return true;
         default:
-          return false;
+          return this.control.handle(event, (id) => this.#liveLeg(id));
       }
     } finally {
       this.#settleAgents();
@@ -243,17 +225,24 @@ export class CallTracker {
     this.#settleAgents();
   }
 
-  /**
-   * The channels of `phone` in a call in progress, oldest first, each with its leg (null while it
-   * has none: a callee's channel takes one when it rings).
-   */
-  channelsOf(phone: Phone): { name: string; leg: Leg | null }[] {
-    const dir = this.ctx.dir();
-    return [...this.#channels.values()].filter((channel) => {
-      const call = this.#calls.get(channel.linkedId);
-      return call !== undefined && !call.ended && channel.device !== null &&
-        dir.phoneOfInterface(channel.device)?.lineId === phone.lineId;
-    }).map((channel) => ({ name: channel.name, leg: channel.leg?.ended ? null : channel.leg }));
+  /** What `call_control.ts` does to the calls through. */
+  #ops(): TrackerOps {
+    return {
+      ctx: this.ctx,
+      phoneEvent: (leg, type) => this.#phoneEvent(leg, type),
+      release: (leg) => this.#release(leg),
+      endCall: (call) => this.#endCall(call),
+      failCall: (call) => this.#failCall(call),
+      channelOf: (leg) => this.channelOf(leg),
+      peersOf: (leg) => this.peersOf(leg),
+      liveLegs: () => this.liveLegs(),
+    };
+  }
+
+  /** The live leg whose channel is `uniqueId`. */
+  #liveLeg(uniqueId: string): Leg | null {
+    const leg = this.#channels.get(uniqueId)?.leg;
+    return leg && !leg.ended && !leg.call.ended ? leg : null;
   }
 
   // --- channels ---------------------------------------------------------------------------------
@@ -263,13 +252,30 @@ export class CallTracker {
     const linkedId = event.get("Linkedid");
     const name = event.get("Channel");
     if (!uniqueId || !linkedId || !name) return;
-    const channel: Channel = { uniqueId, linkedId, name, device: deviceOf(name), leg: null };
+    const channel: Channel = {
+      uniqueId,
+      linkedId,
+      name,
+      device: deviceOf(name),
+      leg: null,
+      context: event.get("Context") ?? "",
+      priority: Number(event.get("Priority") ?? 1),
+      bridge: null,
+      localPeer: null,
+    };
     this.#channels.set(uniqueId, channel);
     let call = this.#calls.get(linkedId);
     if (!call && uniqueId === linkedId) call = this.#notOurs(channel, event);
     if (!call || call.ended) return;
     call.channels.add(uniqueId);
     if (uniqueId === call.originChannel && call.origin) channel.leg = call.origin;
+    else if (channel.device && !this.ctx.dir().phoneOfInterface(channel.device)) {
+      // a trunk's channel: the outside party, a party of the call without events of its own
+      channel.leg = this.#newLeg(call, uniqueId, null, "outside", "", {
+        number: event.get("CallerIDNum") ?? "",
+      });
+      if (uniqueId === linkedId) call.origin ??= channel.leg;
+    }
   }
 
   /** A call svc did not place: from a phone (its user dials), or from elsewhere (a trunk). */
@@ -305,6 +311,13 @@ export class CallTracker {
       return;
     }
     if (!channel.device) return;
+    if (channel.leg?.role === "outside") {
+      if (state === UP && channel.leg.state === "ringing") {
+        channel.leg.state = "up";
+        channel.leg.answeredMs = this.ctx.now();
+      }
+      return;
+    }
     const leg = channel.leg ?? this.#phoneLeg(call, channel);
     if (!leg || leg.ended) return;
     if (state === RINGING && !leg.announced) this.#ringing(call, leg);
@@ -314,9 +327,9 @@ export class CallTracker {
   /** The leg of a phone's channel in `call`: an agent's when the call waits for one there. */
   #phoneLeg(call: Call, channel: Channel): Leg | null {
     const phone = this.ctx.dir().phoneOfInterface(channel.device!);
-    if (!phone) return null; // a trunk or an unknown device: the outside network
+    if (!phone) return null;
     const offered = call.legs.find((leg) =>
-      !leg.ended && leg.uniqueId === "" && leg.phone.lineId === phone.lineId
+      !leg.ended && leg.uniqueId === "" && leg.phone?.lineId === phone.lineId
     );
     if (offered) {
       offered.uniqueId = channel.uniqueId;
@@ -338,7 +351,7 @@ export class CallTracker {
   #newLeg(
     call: Call,
     uniqueId: string,
-    phone: Phone,
+    phone: Phone | null,
     role: Leg["role"],
     otherDN: string,
     extra: Partial<Leg> = {},
@@ -349,28 +362,40 @@ export class CallTracker {
       role,
       state: "ringing",
       phone,
+      number: phone?.extension ?? "",
       otherDN,
       ended: false,
       announced: false,
+      createdMs: this.ctx.now(),
       answeredMs: null,
       agentId: null,
       queueId: null,
+      heldBy: null,
+      holdPeer: null,
+      music: false,
+      muted: false,
+      record: "inactive",
+      transfer: null,
       ...extra,
     };
     call.legs.push(leg);
+    // the party an attended transfer's consultation rings is its recipient (the last one rung)
+    if (call.transfer && (role === "callee" || role === "agent")) call.transfer.recipient = leg;
     return leg;
   }
 
   /** A phone rings: an agent's shows `AgentRinging` first; its user gets `EventRinging`. */
   #ringing(call: Call, leg: Leg): void {
     if (leg.agentId !== null) this.ctx.agents.ringing(leg.agentId, leg);
-    if (leg.phone.userId !== null) {
-      const number = leg.role === "agent" ? call.wait?.number ?? "" : leg.phone.extension;
-      const known = call.rung.get(leg.phone.userId);
-      call.rung.set(leg.phone.userId, {
-        username: leg.phone.username,
+    const phone = leg.phone!;
+    if (phone.userId !== null) {
+      const number = leg.role === "agent" ? call.wait?.number ?? "" : phone.extension;
+      const known = call.rung.get(phone.userId);
+      call.rung.set(phone.userId, {
+        username: phone.username,
         number,
         answeredMs: known?.answeredMs ?? null,
+        ...(call.ringSrc && { src: call.ringSrc }),
       });
     }
     this.#phoneEvent(leg, "EventRinging");
@@ -385,7 +410,8 @@ export class CallTracker {
     const now = this.ctx.now();
     leg.state = "up";
     leg.answeredMs = now;
-    const rung = leg.phone.userId === null ? undefined : call.rung.get(leg.phone.userId);
+    const userId = leg.phone?.userId ?? null;
+    const rung = userId === null ? undefined : call.rung.get(userId);
     if (rung) rung.answeredMs = now;
     if (leg.role === "agent") {
       call.wait = null;
@@ -394,9 +420,9 @@ export class CallTracker {
         call.origin = leg;
         leg.otherDN = call.dialled;
         call.src = {
-          userId: leg.phone.userId,
-          username: leg.phone.username,
-          number: leg.phone.extension,
+          userId: leg.phone!.userId,
+          username: leg.phone!.username,
+          number: leg.phone!.extension,
         };
         this.#phoneEvent(leg, "EventDialing");
         return;
@@ -412,9 +438,14 @@ export class CallTracker {
   #establish(call: Call, answering: Leg | null, announce: Leg[]): void {
     call.established = true;
     call.answeredMs ??= this.ctx.now();
-    call.answeredBy ??= answering && answering.phone.userId !== null
+    call.answeredBy ??= answering?.phone && answering.phone.userId !== null
       ? answering.phone.username
       : null;
+    const transfer = call.transfer;
+    if (transfer && answering && announce.includes(transfer.initiator)) {
+      transfer.status = "answered";
+      transfer.recipient = answering;
+    }
     for (const leg of announce) this.#phoneEvent(leg, "EventEstablished");
   }
 
@@ -426,6 +457,12 @@ export class CallTracker {
    */
   #newExten(event: AmiMessage): void {
     const uniqueId = event.get("Uniqueid") ?? "";
+    const channel = this.#channels.get(uniqueId);
+    if (channel) {
+      channel.context = event.get("Context") ?? channel.context;
+      channel.priority = Number(event.get("Priority") ?? channel.priority);
+      this.control.dialplan(channel);
+    }
     const call = this.#callOf(uniqueId);
     if (!call || call.ended || uniqueId !== call.originChannel || !call.origin) return;
     const app = event.get("Application");
@@ -470,12 +507,17 @@ export class CallTracker {
     const channel = this.#channels.get(uniqueId);
     if (!channel) return;
     this.#channels.delete(uniqueId);
+    this.#inBridge(channel, null);
     const call = this.#calls.get(channel.linkedId);
     if (!call) return;
     call.channels.delete(uniqueId);
     if (!call.ended) {
-      if (uniqueId === call.originChannel) this.#originHangup(call);
-      else if (channel.leg && !channel.leg.ended) this.#legHangup(call, channel.leg);
+      const leg = channel.leg && !channel.leg.ended ? channel.leg : null;
+      const talking = leg && leg.state !== "ringing";
+      if (talking && this.control.partyHungUp(leg)) {
+        // a transfer, a conference or an svc hold decided what it does to the others
+      } else if (uniqueId === call.originChannel) this.#originHangup(call);
+      else if (leg) this.#legHangup(call, leg);
       // whatever is left: the last channel gone ends the call
       if (!call.ended && call.channels.size === 0) this.#endCall(call);
     }
@@ -508,26 +550,61 @@ export class CallTracker {
 
   /** A phone that rang without answering is released (the call goes on); one talking ends it. */
   #legHangup(call: Call, leg: Leg): void {
-    if (leg.state === "ringing") {
-      if (leg.announced) this.#phoneEvent(leg, "EventReleased");
-      this.#endLeg(leg);
-      return;
-    }
+    if (leg.state === "ringing") return this.#release(leg);
     this.#endCall(call);
   }
 
   #hold(event: AmiMessage, held: boolean): void {
     const channel = this.#channels.get(event.get("Uniqueid") ?? "");
     const leg = channel?.leg;
-    if (!leg || leg.ended || !leg.call.established) return;
+    if (!leg || leg.ended || !leg.call.established || leg.heldBy === "svc") return;
     if (held && leg.state === "up") {
       leg.state = "on_hold";
+      leg.heldBy = "phone";
       this.#phoneEvent(leg, "EventOnHold");
     } else if (!held && leg.state === "on_hold") {
       leg.state = "up";
+      leg.heldBy = null;
       this.#phoneEvent(leg, "EventEstablished");
     }
   }
+
+  // --- bridges ----------------------------------------------------------------------------------
+
+  #bridge(event: AmiMessage, entered: boolean): void {
+    const channel = this.#channels.get(event.get("Uniqueid") ?? "");
+    const bridge = event.get("BridgeUniqueid");
+    if (!channel || !bridge) return;
+    if (entered) this.#inBridge(channel, bridge);
+    else if (channel.bridge === bridge) this.#inBridge(channel, null);
+    if (entered) this.control.bridged(channel, (id) => this.#channels.get(id));
+  }
+
+  /** `channel` is in `bridge` now (null: in none). */
+  #inBridge(channel: Channel, bridge: string | null): void {
+    if (channel.bridge) {
+      const members = this.#bridges.get(channel.bridge);
+      members?.delete(channel.uniqueId);
+      if (members?.size === 0) this.#bridges.delete(channel.bridge);
+    }
+    channel.bridge = bridge;
+    if (bridge) {
+      let members = this.#bridges.get(bridge);
+      if (!members) this.#bridges.set(bridge, members = new Set());
+      members.add(channel.uniqueId);
+    }
+  }
+
+  /** The two halves of a Local channel, to find who hears whom across it. */
+  #localBridge(event: AmiMessage): void {
+    const one = this.#channels.get(event.get("LocalOneUniqueid") ?? "");
+    const two = this.#channels.get(event.get("LocalTwoUniqueid") ?? "");
+    if (!one || !two) return;
+    one.localPeer = two.uniqueId;
+    two.localPeer = one.uniqueId;
+  }
+
+  // --- queues -----------------------------------------------------------------------------------
 
   #queueJoin(event: AmiMessage): void {
     const call = this.#callOf(event.get("Uniqueid") ?? "");
@@ -536,7 +613,7 @@ export class CallTracker {
     const calling = call.kind === "user" || call.kind === "phone";
     call.wait = {
       queueId: queue.id,
-      agentSees: calling ? call.src.number : call.dialled,
+      agentSees: calling ? call.shownNumber : call.dialled,
       number: queue.number ?? queue.name,
     };
   }
@@ -594,22 +671,37 @@ export class CallTracker {
     this.#endCall(call);
   }
 
-  /** Every party that got an event gets `EventReleased` (in leg order); history is emitted. */
+  /**
+   * Every party that got an event gets `EventReleased` (in leg order); history is emitted. Channels
+   * svc parked (on hold, waiting, consulting) are hung up: nothing else would end them.
+   */
   #endCall(call: Call): void {
     if (call.ended) return;
     call.ended = true;
     call.wait = null;
-    for (const leg of call.legs) {
-      if (leg.ended) continue;
-      if (leg.announced) this.#phoneEvent(leg, "EventReleased");
-      this.#endLeg(leg);
+    for (const leg of call.legs) this.#release(leg);
+    this.control.callEnded(call);
+    for (const id of call.channels) {
+      const channel = this.#channels.get(id);
+      if (channel && SVC_CONTEXTS.has(channel.context)) {
+        this.ctx.repair("Hangup", { Channel: channel.name });
+      }
     }
     const records = call.noHistory ? [] : historyOf(call, this.ctx.now());
     if (records.length) this.ctx.emit({ kind: "call_ended", linkedId: call.linkedId, records });
   }
 
+  /** `leg` ends: `EventReleased` when it had an event. */
+  #release(leg: Leg): void {
+    if (leg.ended) return;
+    if (leg.announced) this.#phoneEvent(leg, "EventReleased");
+    this.#endLeg(leg);
+  }
+
   #endLeg(leg: Leg): void {
     leg.ended = true;
+    if (leg.holdPeer?.holdPeer === leg) leg.holdPeer.holdPeer = null;
+    leg.holdPeer = null;
     if (leg.agentId !== null) this.#endedAgentLegs.push(leg);
   }
 
@@ -626,15 +718,15 @@ export class CallTracker {
   }
 
   #phoneEvent(leg: Leg, eventType: PhoneEventType): void {
-    const userId = leg.phone.userId;
+    const userId = leg.phone?.userId ?? null;
     if (userId === null) return;
     leg.announced = true;
     this.ctx.emit({
       kind: "phone",
       userId,
-      username: leg.phone.username,
+      username: leg.phone!.username,
       eventType,
-      DN: leg.phone.extension,
+      DN: leg.phone!.extension,
       otherDN: leg.otherDN,
       linkedId: leg.call.linkedId,
       uniqueId: leg.uniqueId,

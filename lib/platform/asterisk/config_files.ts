@@ -162,6 +162,10 @@ const RESERVED_CONTEXTS = new Set([
   "svc-user",
   "svc-queue-out",
   "svc-queue-in",
+  "svc-hold",
+  "svc-wait",
+  "svc-consult",
+  "svc-conference",
   AGENT_CONTEXT,
 ]);
 /** PJSIP section names (confd's SIP usernames are a subset). */
@@ -501,6 +505,40 @@ const SVC_USER = [
   " same => n,Return()",
 ];
 
+/**
+ * Where svc's call control parks channels (docs/asterisk.md, "Call control"): svc moves them there
+ * with `Redirect` and back together with `Bridge`.
+ */
+const CALL_CONTROL = [
+  "; svc-hold: a party svc holds hears music (the channel's class, else default) until svc",
+  ";   bridges it back.",
+  "[svc-hold]",
+  "exten => s,1,MusicOnHold()",
+  " same => n,Hangup()",
+  "",
+  "; svc-wait: the party that holds waits; silence is sent, so no RTP timeout ends its call.",
+  "[svc-wait]",
+  "exten => s,1,Playtones(0)",
+  " same => n,Wait(86400)",
+  " same => n,Hangup()",
+  "",
+  "; svc-consult: an attended transfer's consultation, dialled from the initiator's own channel",
+  ";   in SVC_CONSULT_CONTEXT, for SVC_CONSULT_TIMEOUT seconds (empty: as long as it rings);",
+  ";   then it waits (g), for svc to bridge it back with the transferred party.",
+  "[svc-consult]",
+  "exten => _[0-9*#+]!,1,Dial(Local/${EXTEN}@${SVC_CONSULT_CONTEXT},${SVC_CONSULT_TIMEOUT},g)",
+  " same => n,Wait(86400)",
+  " same => n,Hangup()",
+  "",
+  "; svc-conference: an ad-hoc conference, the ConfBridge named SVC_CONFERENCE; its host",
+  ";   (SVC_CONF_MARKED=1) ends it for every member (SVC_CONF_MARKED=0) when it leaves.",
+  "[svc-conference]",
+  'exten => s,1,ExecIf($["${SVC_CONF_MARKED}" = "1"]?Set(CONFBRIDGE(user,marked)=yes))',
+  ' same => n,ExecIf($["${SVC_CONF_MARKED}" = "0"]?Set(CONFBRIDGE(user,end_marked)=yes))',
+  " same => n,ConfBridge(${SVC_CONFERENCE})",
+  " same => n,Hangup()",
+];
+
 /** A user's call limit (`simultaneous_calls`, confd allows 1 to 20); 5 for a line without user. */
 function callLimit(user: UserRecord | undefined): number {
   const limit = user?.simultaneous_calls;
@@ -588,7 +626,7 @@ function extensionsFile(model: Model): string {
     out.push("", `[${context}]`);
     contexts.get(context)!.forEach((entry, i) => out.push(...(i ? ["", ...entry] : entry)));
   }
-  out.push("", ...SVC_USER);
+  out.push("", ...SVC_USER, "", ...CALL_CONTROL);
   out.push(
     "",
     `; ${AGENT_CONTEXT}: a queue call to an agent, through the member's interface`,

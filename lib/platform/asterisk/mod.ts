@@ -22,7 +22,6 @@ import {
   type AgentPresence,
   type CallStarted,
   type CallVariables,
-  type PhoneAction,
   type PhoneStatus,
   type Platform,
   type PlatformConnection,
@@ -47,6 +46,7 @@ import {
 } from "./ami_client.ts";
 import type { AmiMessage } from "./ami_message.ts";
 import { ASTDB_FAMILY, keysToWrite, userKeys, writeKeys } from "./astdb.ts";
+import { CallCommands } from "./call_commands.ts";
 import { CallTracker, type NewCall } from "./calls.ts";
 import { ASTERISK_FILES, ConfigWriter } from "./config_writer.ts";
 
@@ -58,6 +58,8 @@ export interface AsteriskOptions {
   ami: Omit<AmiClientOptions, "logger">;
   /** `SVC_ASTERISK_CONFIG_DIR`. */
   configDir: string;
+  /** `SVC_ASTERISK_RECORDINGS_DIR`: where MixMonitor writes; "" for Asterisk's own. */
+  recordingsDir?: string;
   /** How often the directory is read again while nothing is asked (default 500 ms). */
   directoryRefreshMs?: number;
 }
@@ -88,6 +90,7 @@ export class AsteriskPlatform implements Platform {
   #dir = new Directory([], [], [], [], []);
   readonly #agents: AgentBook;
   readonly #calls: CallTracker;
+  readonly #commands: CallCommands;
   readonly #writer: ConfigWriter;
   /** Device → its last known state (`DeviceStateChange`). */
   readonly #devices = new Map<string, string>();
@@ -111,7 +114,14 @@ export class AsteriskPlatform implements Platform {
     this.#loader = directoryLoader(store);
     // a lost connection is noticed within 10 s (decisions §12): a ping after 5 s of silence,
     // answered within 5 s
-    this.#ami = new AmiClient({ keepaliveMs: 5000, timeoutMs: 5000, ...options.ami, logger });
+    // ActionIDs are the process's own: events naming them (a UserEvent) reach every process
+    this.#ami = new AmiClient({
+      keepaliveMs: 5000,
+      timeoutMs: 5000,
+      actionIdPrefix: `svc-${this.#owner.slice(0, 8)}-`,
+      ...options.ami,
+      logger,
+    });
     const ctx = {
       dir: () => this.#dir,
       emit: (event: PlatformEvent) => this.#batch.push(event),
@@ -123,7 +133,18 @@ export class AsteriskPlatform implements Platform {
       logger,
       action: (action, fields) => this.#action(action, fields),
     });
-    this.#calls = new CallTracker({ ...ctx, agents: this.#agents });
+    this.#calls = new CallTracker({
+      ...ctx,
+      agents: this.#agents,
+      repair: (action, fields) => this.#repair(action, fields),
+    });
+    this.#commands = new CallCommands({
+      tracker: this.#calls,
+      dir: () => this.#dir,
+      now: () => options.clock.now(),
+      action: (action, fields) => this.#action(action, fields),
+      recordingsDir: options.recordingsDir ?? "",
+    });
     this.#writer = new ConfigWriter({
       store,
       dir: options.configDir,
@@ -275,46 +296,6 @@ export class AsteriskPlatform implements Platform {
   }
 
   /**
-   * `hangup` hangs up each channel of the user's phone in a call. `answer` and `hold` ask the phone
-   * itself, by the remote-control NOTIFY (`Event: talk`, `Event: hold`) that Snom, Yealink and
-   * Polycom phones honour and XiVO's CTI server sends; a phone on hold takes itself off hold. Only
-   * a PJSIP phone gets one, and Asterisk's answer only says it was sent: what the phone does comes
-   * as the usual AMI events (nothing, for a phone that ignores it). Not connected: as the dials.
-   */
-  async phoneAction(user: UserRecord, action: PhoneAction): Promise<void> {
-    const phone = (await this.#directory()).phoneOfUser(user.id);
-    if (!phone?.interface) throw noLine(user);
-    if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
-    const channels = this.#calls.channelsOf(phone);
-    const legs = channels.flatMap((channel) => channel.leg ? [channel.leg] : []);
-    const found = action === "hangup"
-      ? channels.length > 0
-      : action === "answer"
-      ? legs.some((leg) => leg.state === "ringing")
-      : legs.some((leg) => leg.state !== "ringing" && leg.call.established);
-    if (!found) {
-      throw new PlatformRefusal("no_call", `phone ${phone.extension} has no call to ${action}`);
-    }
-    if (action === "hangup") {
-      // an error answer is a channel gone meanwhile (the other party hung up): nothing to end
-      for (const channel of channels) await this.#action("Hangup", { Channel: channel.name });
-      return;
-    }
-    const endpoint = /^PJSIP\//i.test(phone.interface) ? phone.interface.slice(6) : null;
-    const notSupported = (why: string) =>
-      new PlatformRefusal(
-        "not_supported",
-        `phone ${phone.extension} cannot ${action} from svc: ${why}`,
-      );
-    if (endpoint === null) throw notSupported(`${phone.interface} takes no remote-control NOTIFY`);
-    const response = await this.#action("PJSIPNotify", {
-      Endpoint: endpoint,
-      Variable: `Event=${action === "answer" ? "talk" : "hold"}`,
-    });
-    if (!response.ok) throw notSupported(pbxMessage("PJSIPNotify", response));
-  }
-
-  /**
    * Writes the user's DND and forwards into the AstDB. The record is already stored: while the
    * PBX is unreachable the change waits for the next connection, which writes every user's.
    */
@@ -383,39 +364,50 @@ export class AsteriskPlatform implements Platform {
     this.#listeners.push(listener);
   }
 
-  // TODO(call control): the Asterisk side, next
   liveCalls(): Promise<LiveCall[]> {
-    return Promise.resolve([]);
+    return Promise.resolve(this.#commands.liveCalls());
   }
-  callCommand(_callId: string, _command: CallCommand): Promise<void> {
-    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+
+  async callCommand(callId: string, command: CallCommand): Promise<void> {
+    await this.#command(() => this.#commands.command(callId, command));
   }
-  startTransfer(_request: TransferRequest): Promise<Transfer> {
-    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+
+  async startTransfer(request: TransferRequest): Promise<Transfer> {
+    return await this.#command(() => this.#commands.startTransfer(request));
   }
+
   transfers(): Promise<Transfer[]> {
-    return Promise.resolve([]);
+    return Promise.resolve(this.#commands.transfers());
   }
-  completeTransfer(_id: string): Promise<void> {
-    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+
+  async completeTransfer(id: string): Promise<void> {
+    await this.#command(() => this.#commands.completeTransfer(id));
   }
-  cancelTransfer(_id: string): Promise<void> {
-    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+
+  async cancelTransfer(id: string): Promise<void> {
+    await this.#command(() => this.#commands.cancelTransfer(id));
   }
-  startConference(_host: string, _participants: string[]): Promise<Conference> {
-    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+
+  async startConference(hostCallId: string, participantCallIds: string[]): Promise<Conference> {
+    return await this.#command(() =>
+      this.#commands.startConference(hostCallId, participantCallIds)
+    );
   }
+
   conferences(): Promise<Conference[]> {
-    return Promise.resolve([]);
+    return Promise.resolve(this.#commands.conferences());
   }
-  addToConference(_id: string, _callId: string): Promise<void> {
-    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+
+  async addToConference(conferenceId: string, callId: string): Promise<void> {
+    await this.#command(() => this.#commands.addToConference(conferenceId, callId));
   }
-  removeFromConference(_id: string, _callId: string): Promise<void> {
-    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+
+  async removeFromConference(conferenceId: string, callId: string): Promise<void> {
+    await this.#command(() => this.#commands.removeFromConference(conferenceId, callId));
   }
-  endConference(_id: string): Promise<void> {
-    return Promise.reject(new PlatformRefusal("not_supported", "not yet"));
+
+  async endConference(conferenceId: string): Promise<void> {
+    await this.#command(() => this.#commands.endConference(conferenceId));
   }
 
   /** Disconnects (with a Logoff), stops every timer, gives the lease back. */
@@ -497,6 +489,7 @@ export class AsteriskPlatform implements Platform {
       originate: { channel: `Local/${mobile}@${context}`, exten, context },
       // the mobile stands for the caller's phone: its events go to the caller
       callerPhone: { ...phone, userId: caller.id, username: caller.username ?? "" },
+      callerNumber: mobile,
     }, {
       callerId: null,
       timeoutMs,
@@ -560,6 +553,25 @@ export class AsteriskPlatform implements Platform {
     return { linkedId };
   }
 
+  /**
+   * An action the PBX needs after what it did (call control's repairs: a party left alone on hold
+   * hung up, a transfer's parties bridged back): the lease holder sends it, every process having
+   * seen the same events; a failure (the channel gone meanwhile) is logged.
+   */
+  #repair(action: string, fields: Record<string, string>): void {
+    if (!this.#leader) return;
+    this.#action(action, fields).then((response) => {
+      if (!response.ok) {
+        this.options.logger.info("call control repair refused", {
+          action,
+          message: response.message.get("Message"),
+        });
+      }
+    }, (error) => {
+      this.options.logger.warn("call control repair failed", { action, error: String(error) });
+    });
+  }
+
   /** An AMI action; not connected or connection lost: {@link PlatformUnavailable}. */
   async #action(
     action: string,
@@ -575,11 +587,11 @@ export class AsteriskPlatform implements Platform {
   }
 
   /** Runs a command once the directory is fresh, handing over the events it caused. */
-  async #command(run: () => Promise<void>): Promise<void> {
+  async #command<T>(run: () => Promise<T>): Promise<T> {
     if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
     await this.#directory();
     try {
-      await run();
+      return await run();
     } finally {
       this.#handOver();
     }

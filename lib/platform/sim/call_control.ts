@@ -4,12 +4,13 @@
  * conferences, and what a party hanging up does to them (`partyHangsUp`). The events are those
  * the Asterisk adapter gives for the same commands (the scenario table of `tests/lib/platform/`).
  */
-import type {
-  CallCommand,
-  Conference as ConferenceView,
-  LiveCall,
-  Transfer as TransferView,
-  TransferRequest,
+import {
+  type CallCommand,
+  type Conference as ConferenceView,
+  type LiveCall,
+  startedTransfer,
+  type Transfer as TransferView,
+  type TransferRequest,
 } from "../call_control.ts";
 import type { Directory } from "../directory.ts";
 import { PlatformRefusal } from "../port.ts";
@@ -41,8 +42,11 @@ export function liveCalls(sim: SimState, dir: Directory): LiveCall[] {
     const user = leg.userId === null ? undefined : dir.users.get(leg.userId);
     return user ? [user.firstname, user.lastname].filter(Boolean).join(" ") : "";
   };
-  return [...sim.activeLegs()].filter((leg) => leg.role !== "queue").map((leg) => {
-    const peers = peersOf(leg);
+  const legs = [...sim.activeLegs()].filter((leg) => leg.role !== "queue");
+  // the parties a leg hears in the order of the calls, as on every platform
+  const rank = new Map(legs.map((leg, i) => [leg, i]));
+  return legs.map((leg) => {
+    const peers = peersOf(leg).sort((a, b) => (rank.get(a) ?? 0) - (rank.get(b) ?? 0));
     const peer = peerOf(leg);
     const outbound = leg.call.legs.some((other) =>
       other.name === EXTERNAL && other.role === "callee"
@@ -248,15 +252,16 @@ async function endIfIdle(step: Step, call: Leg["call"]): Promise<void> {
 
 /**
  * A party that answered hangs up. A conference member leaves it (the host ends it); a transfer's
- * initiator completes it (a recipient still ringing is rung again by the transferred party); its
- * transferred party abandons it; its recipient cancels it. Otherwise the call ends, unless others
- * of it are in a conference: then only this party and its peer end.
+ * initiator hands the transferred party over: it calls the recipient anew (a PBX ends the
+ * consultation with its initiator, whatever its state); its transferred party abandons it; its
+ * recipient cancels it. Otherwise the call ends, unless others of it are in a conference: then
+ * only this party and its peer end.
  */
 export async function partyHangsUp(step: Step, leg: Leg): Promise<void> {
   const conference = leg.bridge?.conference;
   if (conference) return await leaveConference(step, conference, leg);
   const transfer = transferOf(step.sim, leg);
-  if (transfer?.initiator === leg) return await completeTransfer(step, transfer);
+  if (transfer?.initiator === leg) return await redial(step, transfer);
   if (transfer?.recipient === leg && transfer.status === "answered") {
     return await undoTransfer(step, transfer);
   }
@@ -305,17 +310,7 @@ export async function startTransfer(step: Step, request: TransferRequest): Promi
       `call ${transferred.uniqueId} is not the peer of ${initiator.uniqueId}`,
     );
   }
-  const view: TransferView = {
-    id: initiator.uniqueId,
-    flow: request.flow,
-    initiatorCallId: initiator.uniqueId,
-    initiatorUserId: initiator.userId,
-    transferredCallId: transferred.uniqueId,
-    recipientCallId: null,
-    exten: request.exten,
-    context: request.context,
-    status: "blind_transferred",
-  };
+  const view = startedTransfer(request, initiator.userId);
   if (request.flow === "blind") {
     release(step, initiator);
     transferred.music = false;
@@ -378,14 +373,11 @@ function forget(transfer: Transfer): void {
  */
 export async function completeTransfer(step: Step, transfer: Transfer): Promise<void> {
   const { initiator, transferred, recipient } = transfer;
+  if (transfer.status !== "answered" || !recipient || recipient.ended) {
+    return await redial(step, transfer);
+  }
   forget(transfer);
   release(step, initiator);
-  if (transfer.status !== "answered" || !recipient || recipient.ended) {
-    stopConsultation(step, transfer);
-    transferred.music = false;
-    transferred.holdPeer = null;
-    return await dialFrom(step, transferred.call, transferred, transfer.exten, transfer.context);
-  }
   talkAgain(transferred, recipient);
   transferred.otherDN = numberOf(recipient);
   recipient.otherDN = numberOf(transferred);
@@ -396,6 +388,20 @@ export async function completeTransfer(step: Step, transfer: Transfer): Promise<
   }
   phoneEvent(step, transferred, "EventEstablished");
   phoneEvent(step, recipient, "EventEstablished");
+}
+
+/**
+ * The initiator's leg and the consultation end, and the transferred party calls the transfer's
+ * number itself (the recipient rings anew, seeing it).
+ */
+async function redial(step: Step, transfer: Transfer): Promise<void> {
+  const { initiator, transferred } = transfer;
+  forget(transfer);
+  release(step, initiator);
+  stopConsultation(step, transfer);
+  transferred.music = false;
+  transferred.holdPeer = null;
+  await dialFrom(step, transferred.call, transferred, transfer.exten, transfer.context);
 }
 
 /** Cancels an attended transfer (or its dial failed): `undoTransfer`. */

@@ -2,7 +2,7 @@
  * The simulator's control API (decisions §8): what each phone is doing, the calls in progress,
  * and the hand of a person on a phone (answer, reject, hang up, hold, resume).
  */
-import { type PhoneAction, type PhoneStatus, PlatformRefusal } from "../port.ts";
+import { type PhoneStatus, PlatformRefusal } from "../port.ts";
 import { answerLeg, hangupLeg, holdLeg, rejectLeg, resumeLeg } from "./legs.ts";
 import type { Directory, Phone } from "../directory.ts";
 import {
@@ -144,24 +144,6 @@ function controlledPhone(dir: Directory, extension: string): Phone | null {
  */
 export function act(step: Step, extension: string, action: SimAction): Promise<void> {
   return actOn(step, controlledPhone(step.dir, extension), action);
-}
-
-/**
- * What a user's CTI page asks of the user's own `phone` (the port's `phoneAction`), as the hand on
- * the phone would do it: `hangup` of a call only ringing rejects it; `hold` of a phone whose
- * established calls are all on hold resumes (a toggle).
- */
-export function phoneAction(step: Step, phone: Phone, action: PhoneAction): Promise<void> {
-  const legs = step.sim.legsOf(phone);
-  const has = (state: LegState) => legs.some((leg) => leg.state === state);
-  const onlyRinging = has("ringing") && !has("up") && !has("on_hold");
-  const allHeld = has("on_hold") && !legs.some((leg) => leg.state === "up" && leg.call.established);
-  const simAction: SimAction = action === "hangup" && onlyRinging
-    ? "reject"
-    : action === "hold" && allHeld
-    ? "resume"
-    : action;
-  return actOn(step, phone, simAction);
 }
 
 /** {@link act} on `phone` (null: the outside network). */

@@ -14,7 +14,6 @@ import {
   type AgentPresence,
   type CallStarted,
   type CallVariables,
-  type PhoneAction,
   type PhoneStatus,
   type Platform,
   type PlatformConnection,
@@ -50,7 +49,6 @@ import { dialFromPhone, newCall, reachNumber } from "./calls.ts";
 import {
   act,
   callList,
-  phoneAction,
   phoneList,
   phoneStatus,
   type PolicyChange,
@@ -217,15 +215,6 @@ export class SimPlatform implements Platform {
       call.toQueueId = current.id;
       await reachNumber(step, call, destination, current.context);
       return { linkedId: call.linkedId };
-    });
-  }
-
-  /** As the control API's actions on the user's own phone (control.ts `phoneAction`). */
-  phoneAction(user: UserRecord, action: PhoneAction): Promise<void> {
-    return this.#step((step) => {
-      const phone = step.dir.phoneOfUser(user.id);
-      if (!phone) throw noLine(user);
-      return phoneAction(step, phone, action);
     });
   }
 

@@ -126,6 +126,20 @@ Deno.test("transfer errors: unknown fields, parties, another user's call or tran
     foo: 1,
   });
   assert.deepEqual(details, { foo: ["Unknown field."] });
+  // fields named as Object's own properties are fields like any
+  const odd = await w.as.alice.error(
+    400,
+    "invalid-data",
+    "POST",
+    "/users/me/transfers",
+    '{"constructor": 1, "__proto__": 2}',
+  );
+  assert.deepEqual(Object.keys(odd).sort(), [
+    "__proto__",
+    "constructor",
+    "exten",
+    "initiator_call",
+  ]);
   for (const bad of [{ ...request, flow: "sideways" }, { ...request, exten: "" }, "{"]) {
     await w.as.alice.error(400, "invalid-data", "POST", "/users/me/transfers", bad);
   }

@@ -41,8 +41,9 @@ Deno.test("the mobile answers, then the destination: the user's events, its own 
   await t.sim.act("external", "answer"); // the mobile answers: bob's phone rings
   assert.deepEqual(await state(), { "1001": "idle", "1002": "ringing", external: "calling" });
   assert.equal((await t.sim.phoneStatuses(["1001"])).get("1001"), 0);
-  // the CTI page acts on the user's own phone, which has no call
-  await assert.rejects(() => t.sim.phoneAction(alice, "hangup"), refused("no_call"));
+  // the user's party is the mobile, on no line of the user's
+  const mine = (await t.sim.liveCalls()).filter((call) => call.userId === alice.id);
+  assert.deepEqual(mine.map((call) => [call.lineId, call.number]), [[null, MOBILE]]);
 
   await t.sim.act("1002", "answer");
   await t.sim.act("1002", "hangup");

@@ -7,7 +7,12 @@ import assert from "node:assert/strict";
 import type { AmiMessage } from "../../../lib/platform/asterisk/ami_message.ts";
 import type { CallStarted, PlatformEvent } from "../../../lib/platform/port.ts";
 import { setup, type TestContext } from "../../helpers.ts";
-import { type AmiReplayOptions, CLIENT_DRIVEN, startAmiReplay } from "../../peers/ami_replay.ts";
+import {
+  type AmiReplayOptions,
+  CLIENT_DRIVEN,
+  startAmiReplay,
+  SVC_DRIVEN,
+} from "../../peers/ami_replay.ts";
 import { asteriskContext } from "./asterisk/fixtures.ts";
 import { scenarioWorld } from "./fixtures.ts";
 import {
@@ -74,7 +79,9 @@ export async function onAsterisk(
     auto: (action, index) =>
       !scenario.clientSends?.includes(index) &&
       (scenario.autoSends?.includes(index) ||
-        !CLIENT_DRIVEN.has((action.get("Action") ?? "").toLowerCase())),
+        !(scenario.recordedBySvc ? SVC_DRIVEN : CLIENT_DRIVEN).has(
+          (action.get("Action") ?? "").toLowerCase(),
+        )),
     ...faults,
   });
   const t = await asteriskContext(replay.port);

@@ -57,6 +57,11 @@ export interface Scenario {
    * recorded (the scenario runs on the simulator only).
    */
   transcript: string | null;
+  /**
+   * The session was recorded from svc itself (`tests/e2e/asterisk_live_scenarios_test.ts`): every
+   * recorded action svc sends for a command is the client's to send (`SVC_DRIVEN`).
+   */
+  recordedBySvc?: boolean;
   /** Recorded sends the replay plays by itself beyond the usual ones (index among sends). */
   autoSends?: number[];
   /** Recorded sends svc sends itself beyond the usual ones, e.g. a `Hangup` (index among sends). */
@@ -195,10 +200,21 @@ const CONSULTATION: Pick<Scenario, "steps" | "events"> = {
   ],
 };
 
-/** The history of alice's call to bob that alice transferred to carol, who answered. */
-const TRANSFERRED_HISTORY: HistoryLine[] = [
+/** alice's call to bob ends, alice's leg released first, as any call's. */
+const ALICE_BOB_RELEASED: PhoneLine[] = [
+  ["alice", "EventReleased", "1001", "1002", 1, 1],
+  ["bob", "EventReleased", "1002", "1001", 1, 2],
+];
+
+/** The history of alice's call to bob, both answering. */
+const ALICE_BOB_HISTORY: HistoryLine[] = [
   ["alice", "emitted", "alice", "bob", "1001", "1002", true],
   ["bob", "answered", "alice", "bob", "1001", "1002", true],
+];
+
+/** The history of alice's call to bob that alice transferred to carol, who answered. */
+const TRANSFERRED_HISTORY: HistoryLine[] = [
+  ...ALICE_BOB_HISTORY,
   ["carol", "answered", "bob", "carol", "1002", "1003", true],
 ];
 
@@ -267,7 +283,7 @@ export const SCENARIOS: Scenario[] = [
           await sim.act("external", "answer");
         },
       },
-      { command: (w) => w.services.platform.phoneAction(w.alice, "hangup") },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
     ],
     ...OUTSIDE_NUMBER_ANSWERED,
   },
@@ -600,13 +616,29 @@ export const SCENARIOS: Scenario[] = [
           await sim.act("1001", "resume");
         },
       },
-      { command: (w) => w.services.platform.phoneAction(w.alice, "hangup") },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
     ],
     ...HELD_AND_RESUMED,
   },
   {
+    name: "dial number: an outside route dials a second channel, which answers",
+    transcript: "29-dial-outside-route",
+    recordedBySvc: true,
+    variables: crm,
+    policies: { external: "manual" },
+    steps: [{
+      command: aliceDials("0612345678"),
+      phones: async (sim) => {
+        await sim.act("1001", "answer");
+        await sim.act("external", "answer");
+      },
+    }, { command: onCallOf(ALICE, { kind: "hangup" }) }],
+    ...OUTSIDE_NUMBER_ANSWERED,
+  },
+  {
     name: "svc holds and resumes the caller's call, then hangs it up",
-    transcript: null,
+    transcript: "21-svc-hold-resume",
+    recordedBySvc: true,
     variables: crm,
     steps: [
       ALICE_CALLS_BOB,
@@ -620,14 +652,14 @@ export const SCENARIOS: Scenario[] = [
       ...ALICE_BOB_TALK,
       ["alice", "EventOnHold", "1001", "1002", 1, 1],
       ["alice", "EventEstablished", "1001", "1002", 1, 1],
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ...ALICE_BOB_RELEASED,
     ],
-    history: HELD_AND_RESUMED.history,
+    history: ALICE_BOB_HISTORY,
   },
   {
     name: "svc holds the callee's call; the party on hold hangs up: the call ends",
-    transcript: null,
+    transcript: "22-svc-hold-held-hangs-up",
+    recordedBySvc: true,
     variables: crm,
     steps: [
       ALICE_CALLS_BOB,
@@ -636,14 +668,14 @@ export const SCENARIOS: Scenario[] = [
     events: [
       ...ALICE_BOB_TALK,
       ["bob", "EventOnHold", "1002", "1001", 1, 2],
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ...ALICE_BOB_RELEASED,
     ],
-    history: HELD_AND_RESUMED.history,
+    history: ALICE_BOB_HISTORY,
   },
   {
     name: "blind transfer: alice sends bob to carol, who answers and hangs up",
-    transcript: null,
+    transcript: "23-blind-transfer",
+    recordedBySvc: true,
     variables: crm,
     steps: [
       ALICE_CALLS_BOB,
@@ -668,7 +700,8 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: "attended transfer completed: bob and carol talk, alice is free",
-    transcript: null,
+    transcript: "24-attended-transfer-complete",
+    recordedBySvc: true,
     variables: crm,
     steps: [
       ...CONSULTATION.steps,
@@ -690,7 +723,8 @@ export const SCENARIOS: Scenario[] = [
   },
   {
     name: "attended transfer cancelled: carol is released, alice talks with bob again",
-    transcript: null,
+    transcript: "25-attended-transfer-cancel",
+    recordedBySvc: true,
     variables: crm,
     steps: [
       ...CONSULTATION.steps,
@@ -703,18 +737,17 @@ export const SCENARIOS: Scenario[] = [
       ...CONSULTATION.events,
       ["carol", "EventReleased", "1003", "1001", 1, 3],
       ["alice", "EventEstablished", "1001", "1002", 1, 1],
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ...ALICE_BOB_RELEASED,
     ],
     history: [
-      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
-      ["bob", "answered", "alice", "bob", "1001", "1002", true],
+      ...ALICE_BOB_HISTORY,
       ["carol", "answered", "alice", "carol", "1001", "1003", true],
     ],
   },
   {
     name: "attended transfer not answered in its time: alice talks with bob again",
-    transcript: null,
+    transcript: "26-attended-transfer-timeout",
+    recordedBySvc: true,
     variables: crm,
     steps: [
       ALICE_CALLS_BOB,
@@ -727,18 +760,17 @@ export const SCENARIOS: Scenario[] = [
       ["carol", "EventRinging", "1003", "1001", 1, 3],
       ["carol", "EventReleased", "1003", "1001", 1, 3],
       ["alice", "EventEstablished", "1001", "1002", 1, 1],
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ...ALICE_BOB_RELEASED,
     ],
     history: [
-      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
-      ["bob", "answered", "alice", "bob", "1001", "1002", true],
+      ...ALICE_BOB_HISTORY,
       ["carol", "missed", "alice", "carol", "1001", "1003", false],
     ],
   },
   {
     name: "conference of three: bob muted, carol removed, the host leaving ends it",
-    transcript: null,
+    transcript: "27-conference",
+    recordedBySvc: true,
     variables: crm,
     steps: [
       ...CONSULTATION.steps,
@@ -776,14 +808,14 @@ export const SCENARIOS: Scenario[] = [
       ["bob", "EventReleased", "1002", "1001", 1, 2],
     ],
     history: [
-      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
-      ["bob", "answered", "alice", "bob", "1001", "1002", true],
+      ...ALICE_BOB_HISTORY,
       ["carol", "answered", "alice", "carol", "1001", "1003", true],
     ],
   },
   {
     name: "recording, mute and DTMF on a call: its state, nothing else changes",
-    transcript: null,
+    transcript: "28-record-mute-dtmf",
+    recordedBySvc: true,
     variables: crm,
     steps: [
       ALICE_CALLS_BOB,
@@ -802,9 +834,8 @@ export const SCENARIOS: Scenario[] = [
     ],
     events: [
       ...ALICE_BOB_TALK,
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ...ALICE_BOB_RELEASED,
     ],
-    history: HELD_AND_RESUMED.history,
+    history: ALICE_BOB_HISTORY,
   },
 ];

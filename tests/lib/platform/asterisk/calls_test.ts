@@ -40,7 +40,9 @@ async function tracker() {
     logger: ctx.services.logger,
     action: () => Promise.reject(new Error("no AMI in this test")),
   });
-  return { calls: new CallTracker({ ...base, agents }), events, w };
+  const repairs: [string, Record<string, string>][] = [];
+  const repair = (action: string, fields: Record<string, string>) => repairs.push([action, fields]);
+  return { calls: new CallTracker({ ...base, agents, repair }), events, w, repairs };
 }
 
 Deno.test("a call from alice's phone itself: she dials, bob rings, both talk, bob hangs up", async () => {

@@ -584,7 +584,16 @@ Deno.test("an empty configuration gives valid files: headers, svc's own contexts
     assert.ok(config[key].split("\n").every((row) => row === "" || row.startsWith(";")));
   }
   const sections = config.extensions.split("\n").filter((row) => row.startsWith("["));
-  assert.deepEqual(sections, ["[svc-user]", "[svc-agent]", "[svc-queue-out]", "[svc-queue-in]"]);
+  assert.deepEqual(sections, [
+    "[svc-user]",
+    "[svc-hold]",
+    "[svc-wait]",
+    "[svc-consult]",
+    "[svc-conference]",
+    "[svc-agent]",
+    "[svc-queue-out]",
+    "[svc-queue-in]",
+  ]);
   assert.deepEqual(context(config.extensions, "svc-agent"), [""]);
   // and the golden ones too
   const full = asteriskConfig(

@@ -464,6 +464,10 @@ Deno.test("at start, with Asterisk unreachable and nothing configured: valid fil
     const extensions = await h.read("extensions_svc.conf");
     assert.deepEqual(extensions.split("\n").filter((row) => row.startsWith("[")), [
       "[svc-user]",
+      "[svc-hold]",
+      "[svc-wait]",
+      "[svc-consult]",
+      "[svc-conference]",
       "[svc-agent]",
       "[svc-queue-out]",
       "[svc-queue-in]",

@@ -119,8 +119,9 @@ Deno.test("the mobile answers, then bob: the user's events on the Local channel,
 
     await a.play(...p.mobileAnswers("1002"));
     assert.deepEqual(summary(a.takeAll()), [["alice", "EventDialing", "1001", "1002", linked]]);
-    // the user's own phone is not in the call
-    await assert.rejects(() => platform.phoneAction(w.alice, "hangup"), refused("no_call"));
+    // the user's party is the mobile, on no line of the user's
+    const mine = (await platform.liveCalls()).filter((call) => call.userId === w.alice.id);
+    assert.deepEqual(mine.map((call) => [call.lineId, call.number]), [[null, MOBILE]]);
 
     await a.play(
       p.exten(p.half1, "default", "1002", "Gosub", "svc-user,1002,1(PJSIP/bob,30,2,default,5)"),

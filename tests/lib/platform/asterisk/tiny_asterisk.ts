@@ -1,7 +1,7 @@
 /**
  * A tiny AMI peer on loopback for scenarios the recorded sessions do not hold: it logs svc in
  * (then `FullyBooted`), answers every action, records them, and plays the events a test writes.
- * Shared by the tests of `phoneAction` and `dialFromMobile`.
+ * Shared by the tests of the call commands and `dialFromMobile`.
  */
 import { type AmiMessage, AmiParser } from "../../../../lib/platform/asterisk/ami_message.ts";
 import type { PlatformEvent } from "../../../../lib/platform/port.ts";

@@ -1,0 +1,274 @@
+/**
+ * The scenario table (`tests/lib/platform/scenarios.ts`) on a REAL Asterisk with real SIP phones,
+ * where both are installed (as `asterisk_live_test.ts` finds them, skipped with a one-line notice
+ * otherwise): every scenario whose session was recorded from svc itself (`recordedBySvc`: call
+ * control, the outside route) runs live, the Asterisk adapter in this process driving the
+ * project's throw-away PBX (`tests/peers/asterisk_pbx.ts`) while baresip phones
+ * (`tests/peers/baresip_phone.ts`) do what the scenario's phones do, and must give the scenario's
+ * events and history, as the simulator and the replay of the recording do.
+ *
+ * With `SVC_RECORD_TRANSCRIPTS=<dir>` the AMI session of each scenario (svc's side of it, through
+ * `tests/peers/ami_recorder.ts`) is written there as `<transcript>.jsonl`: that is how the sessions
+ * the replay tests play in CI were recorded (`tests/peers/asterisk_transcripts/`).
+ */
+import assert from "node:assert/strict";
+import type { CallStarted, PlatformEvent } from "../../lib/platform/port.ts";
+import type { AsteriskPlatform } from "../../lib/platform/asterisk/mod.ts";
+import { setup } from "../helpers.ts";
+import { startAmiRecorder } from "../peers/ami_recorder.ts";
+import { type Pbx, preparePbx } from "../peers/asterisk_pbx.ts";
+import { livePeers } from "../peers/live_peers.ts";
+import { type Phone, startPhone } from "../peers/baresip_phone.ts";
+import { type Audio, parseWav, toneLevel } from "../peers/wav.ts";
+import { scenarioWorld } from "../lib/platform/fixtures.ts";
+import { capture, check } from "../lib/platform/scenario_runner.ts";
+import { SCENARIOS, type SimPhones } from "../lib/platform/scenarios.ts";
+import { sleep, until } from "./svc_http.ts";
+
+const { prefix: PREFIX, missing } = livePeers("asterisk_live_scenarios_test");
+
+const RECORD_TO = Deno.env.get("SVC_RECORD_TRANSCRIPTS");
+
+/** The phones of the scenario table's people: extension → SIP user. */
+const PEOPLE = { "1001": "alice", "1002": "bob", "1003": "carol" } as const;
+/** The tone each phone sends, in Hz; the PBX's music on hold is 300 Hz. */
+const TONES: Record<string, number> = { alice: 440, bob: 1000, carol: 1600 };
+const MUSIC_HZ = 300;
+
+/** The outside route of the recorded PBX (transcript 20): a second channel that answers. */
+const OUTSIDE_ROUTE = [
+  "[default]",
+  "exten => _0XXXXX.,1,NoOp(outside call to ${EXTEN})",
+  " same => n,Dial(Local/${EXTEN}@acc-outside,60)",
+  "[acc-outside]",
+  "exten => _X.,1,Answer()",
+  " same => n,Wait(3600)",
+].join("\n");
+
+/**
+ * The scenario's phones as the simulator's control API is played on real ones: answer and reject
+ * what rings (waiting for it), hang up, hold and resume; time passes for real. The outside
+ * network is the PBX's own route: nothing to do there.
+ */
+function livePhones(phones: Record<string, Phone>, settle: () => Promise<void>): SimPhones {
+  /** Where each phone's events were read up to: what rang before the scenario is not its. */
+  const seen = new Map(Object.entries(phones).map(([user, phone]) => [user, phone.ctrl.mark()]));
+  return {
+    async act(extension, action) {
+      if (extension === "external") return;
+      const user = PEOPLE[extension as keyof typeof PEOPLE];
+      const ctrl = phones[user]!.ctrl;
+      if (action === "answer" || action === "reject") {
+        await ctrl.waitEvent("CALL_INCOMING", seen.get(user) ?? 0);
+        seen.set(user, ctrl.mark());
+        if (action === "answer") await ctrl.accept();
+        else await ctrl.hangup();
+      } else if (action === "hangup") await ctrl.hangup();
+      else if (action === "hold") await ctrl.hold();
+      else await ctrl.resume();
+      await settle();
+    },
+    policy() {
+      return Promise.reject(new Error("a real phone's policy is its answer mode: not played live"));
+    },
+    async advance(ms) {
+      await sleep(ms);
+      await settle();
+    },
+  };
+}
+
+Deno.test({
+  name: "on a real Asterisk: the scenarios of call control give the table's events and history",
+  ignore: missing,
+  // the phones' and Asterisk's pipes close asynchronously; everything is reaped in `finally`
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const pbx = await preparePbx({
+      prefix: PREFIX!,
+      config: {
+        "extensions.conf": (ours) => `${ours}\n${OUTSIDE_ROUTE}\n`,
+        // the recordings leave out the events svc never reads, as those of tests/peers do
+        "manager.conf": (ours) =>
+          ours + ["VarSet", "RTCPSent", "RTCPReceived"]
+            .map((name) => `eventfilter(action(exclude),name(${name})) =\n`).join(""),
+      },
+    });
+    const recorder = startAmiRecorder(pbx.amiPort);
+    const phones: Record<string, Phone> = {};
+    try {
+      // svc writes its files first (its users, dialplan and queue), then Asterisk boots with them
+      const first = await world(recorder.port, pbx);
+      first.platform.start();
+      await until(
+        () => Deno.readTextFile(`${pbx.configDir}/pjsip_svc.conf`).then(() => true, () => false),
+        10_000,
+        "svc's files",
+      );
+      await pbx.start();
+      await first.platform.firstSync();
+      for (const user of Object.values(PEOPLE)) {
+        phones[user] = await startPhone({
+          pbx,
+          user,
+          password: `${user}-sip`,
+          answerMode: "manual",
+          toneHz: TONES[user],
+          record: true,
+        });
+      }
+      await until(() => pbx.registered(Object.values(PEOPLE)), 20_000, "the phones register");
+      await first.close();
+
+      for (const scenario of SCENARIOS.filter((one) => one.recordedBySvc)) {
+        const ok = await t.step(scenario.name, async () => {
+          const w = await world(recorder.port, pbx);
+          try {
+            const events: PlatformEvent[] = capture(w.ctx);
+            w.platform.start();
+            await w.platform.firstSync();
+            const settle = async () => {
+              await sleep(400);
+              await w.platform.settled();
+            };
+            const sim = livePhones(phones, settle);
+            const started: CallStarted[] = [];
+            for (const step of scenario.steps) {
+              const result = await step.command(w.w);
+              if (typeof result === "object" && result !== null && "linkedId" in result) {
+                started.push(result as CallStarted);
+              }
+              await settle();
+              await step.phones?.(sim);
+            }
+            // the last hang-ups reach every channel
+            await until(() => w.platform.calls().length === 0, 10_000, "no call left");
+            await settle();
+            check(scenario, { events, started, w: w.w });
+          } finally {
+            await w.close();
+            for (const phone of Object.values(phones)) await phone.ctrl.hangup().catch(() => {});
+            await sleep(300);
+          }
+          if (RECORD_TO && scenario.transcript) {
+            await Deno.mkdir(RECORD_TO, { recursive: true });
+            await Deno.writeTextFile(`${RECORD_TO}/${scenario.transcript}.jsonl`, recorder.text());
+          }
+        });
+        if (!ok) console.log(`asterisk_live_scenarios_test: ${scenario.name} failed`);
+      }
+      await t.step("what they hear: music on hold, the recording, the DTMF", async () => {
+        await whatTheyHear(recorder.port, pbx, phones);
+      });
+    } finally {
+      for (const phone of Object.values(phones)) await phone.stop();
+      await recorder.close();
+      await pbx.stop();
+    }
+  },
+});
+
+/** svc in this process on the Asterisk adapter (through `amiPort`), its people built through `/1.1`. */
+async function world(amiPort: number, pbx: Pbx) {
+  const ctx = await setup({
+    SVC_PLATFORM: "asterisk",
+    SVC_AMI_PORT: String(amiPort),
+    SVC_AMI_USERNAME: pbx.ami.username,
+    SVC_AMI_SECRET: pbx.ami.secret,
+    SVC_ASTERISK_CONFIG_DIR: pbx.configDir,
+  });
+  const w = await scenarioWorld(ctx);
+  const platform = ctx.services.platform as AsteriskPlatform;
+  return {
+    ctx,
+    w,
+    platform,
+    async close() {
+      await platform.close();
+      ctx.services.store.close();
+    },
+  };
+}
+
+/** The 100 ms windows of a recording, each named by the tone that fills it (or silence). */
+function timeline(audio: Audio, tones: Record<string, number>): string[] {
+  const size = audio.rate / 10;
+  const windows: string[] = [];
+  for (let at = 0; at + size <= audio.samples.length; at += size) {
+    const part = { ...audio, samples: audio.samples.subarray(at, at + size) };
+    const named = Object.entries(tones).find(([, hz]) => toneLevel(part, hz) > 0.3);
+    windows.push(named?.[0] ?? "silence");
+  }
+  return windows;
+}
+
+/** How many of `windows` are `name`. */
+const count = (windows: string[], name: string) => windows.filter((one) => one === name).length;
+
+/**
+ * What the phones hear and what Asterisk records, beyond the events: alice calls bob and holds
+ * (bob hears the music, not alice), takes the call back, records it (both tones in the file,
+ * silence while paused) and sends a digit bob's phone receives.
+ */
+async function whatTheyHear(amiPort: number, pbx: Pbx, phones: Record<string, Phone>) {
+  const w = await world(amiPort, pbx);
+  try {
+    w.platform.start();
+    await w.platform.firstSync();
+    const [alice, bob] = [phones.alice!.ctrl, phones.bob!.ctrl];
+    const before = new Set(await phones.bob!.recordings());
+    const since = bob.mark();
+    await w.platform.dialNumber(w.w.alice, "1002", {});
+    await alice.waitEvent("CALL_INCOMING", alice.mark() - 1);
+    await alice.accept();
+    await bob.waitEvent("CALL_INCOMING", since);
+    await bob.accept();
+    await sleep(1500);
+    const aliceCall = (await w.platform.liveCalls()).find((call) => call.userId === w.w.alice.id)!;
+    const command = (run: Parameters<typeof w.platform.callCommand>[1]) =>
+      w.platform.callCommand(aliceCall.callId, run);
+    await command({ kind: "hold" });
+    await sleep(2500);
+    await command({ kind: "resume" });
+    await sleep(1000);
+    await command({ kind: "record", action: "start" });
+    await sleep(1500);
+    await command({ kind: "record", action: "pause" });
+    await sleep(1500);
+    await command({ kind: "record", action: "resume" });
+    const dtmf = bob.mark();
+    await command({ kind: "dtmf", digits: "5" });
+    await bob.waitEvent("CALL_DTMF_START", dtmf, 5_000);
+    await sleep(1500);
+    await command({ kind: "record", action: "stop" });
+    await command({ kind: "hangup" });
+    await until(() => w.platform.calls().length === 0, 10_000, "the call ended");
+    await sleep(500);
+
+    const tones = { ...TONES, music: MUSIC_HZ };
+    const heard = (await phones.bob!.recordings()).filter((file) =>
+      !before.has(file) && file.endsWith("-dec.wav")
+    );
+    assert.equal(heard.length, 1, `bob's recording of the call: ${heard}`);
+    const bobHeard = timeline(parseWav(await Deno.readFile(heard[0]!)), tones);
+    assert.ok(count(bobHeard, "music") >= 15, `bob heard the music on hold: ${bobHeard}`);
+    assert.ok(count(bobHeard, "alice") >= 20, `bob heard alice: ${bobHeard}`);
+    const firstMusic = bobHeard.indexOf("music");
+    const lastMusic = bobHeard.lastIndexOf("music");
+    assert.equal(count(bobHeard.slice(firstMusic, lastMusic), "alice"), 0, "not alice meanwhile");
+
+    const monitor = `${pbx.workDir}/spool/monitor`;
+    const files = [...Deno.readDirSync(monitor)].map((entry) => entry.name)
+      .filter((name) => name.startsWith(`${aliceCall.linkedId}-${aliceCall.callId}-`));
+    assert.equal(files.length, 1, `one recording of the call: ${files}`);
+    const recorded = timeline(parseWav(await Deno.readFile(`${monitor}/${files[0]}`)), TONES);
+    assert.ok(recorded.length >= 35, `the file holds the call's time: ${recorded.length} windows`);
+    assert.ok(count(recorded, "silence") >= 10, `the pause is silence: ${recorded}`);
+    // both parties mixed: each tone is there, the other's riding along
+    const audio = parseWav(await Deno.readFile(`${monitor}/${files[0]}`));
+    assert.ok(toneLevel(audio, TONES.alice!) > 0.1 && toneLevel(audio, TONES.bob!) > 0.1);
+  } finally {
+    await w.close();
+  }
+}
