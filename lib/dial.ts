@@ -19,7 +19,7 @@ import { ApiError } from "./errors.ts";
 import { type AppEnv, bodyObject, checkBody, readBody, required } from "./http.ts";
 import { sanitizeNumber } from "./phone_numbers.ts";
 import { type CallStarted, type CallVariables, PlatformRefusal } from "./platform/port.ts";
-import type { Services } from "./services.ts";
+import type { CoreServices } from "./core_services.ts";
 import { isConnected } from "./store/connections.ts";
 import { getQueue, type QueueRecord } from "./store/queues.ts";
 import { findUserByUsername, type UserRecord } from "./store/users.ts";
@@ -152,7 +152,7 @@ export async function platformCommand(
 }
 
 /** The path user of a dial must have a line and be connected (decisions §2, §5). */
-export async function readyToDial({ store, clock }: Services, user: UserRecord): Promise<void> {
+export async function readyToDial({ store, clock }: CoreServices, user: UserRecord): Promise<void> {
   if (!user.line_ids.length) throw badRequest(`user ${user.username} has no line`);
   if (!await isConnected(store, user.id, clock.now())) {
     throw badRequest(`user ${user.username} is not connected`);
@@ -163,7 +163,7 @@ export async function readyToDial({ store, clock }: Services, user: UserRecord):
  * A dial command whose body was checked: it runs for the path user (already found and checked by
  * {@link readyToDial}) and checks what the body names (callee, queue) as it runs.
  */
-export type DialCommand = (services: Services, user: UserRecord) => Promise<CallStarted>;
+export type DialCommand = (services: CoreServices, user: UserRecord) => Promise<CallStarted>;
 
 /** Dials a number from the user's phone; `field` names the number in messages. */
 function numberCommand(raw: string, rawVariables: unknown, field: string): DialCommand {
@@ -257,7 +257,7 @@ export const dialOf = {
 /** Answers `{"res":"success"}`, logging the call a command of `route` started. */
 export function dialStarted(
   c: Context<AppEnv>,
-  { logger }: Services,
+  { logger }: CoreServices,
   route: string,
   call: CallStarted,
 ): Response {
@@ -271,7 +271,7 @@ export function dialStarted(
  */
 export async function dialFor(
   c: Context<AppEnv>,
-  services: Services,
+  services: CoreServices,
   route: string,
   user: UserRecord,
   command: DialCommand,
