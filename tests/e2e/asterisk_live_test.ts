@@ -124,6 +124,16 @@ Deno.test({
     const receiver = eventReceiver();
     const phones: Record<string, Phone> = {};
     let server: RunningServer | undefined;
+    /** What the peers said last: it helps more than the assertion alone. */
+    const tellPeers = () => {
+      const tail = (lines: string[]) => lines.slice(-40).join("\n");
+      console.error(`--- asterisk\n${tail(asterisk.output)}`);
+      for (const phone of Object.values(phones)) {
+        console.error(`--- ${phone.process.name}\n${tail(phone.process.output)}`);
+      }
+      const svcLines = server?.stderrLines.filter((line) => !line.includes('"msg":"request"'));
+      if (svcLines) console.error(`--- svc (request lines left out)\n${tail(svcLines)}`);
+    };
     try {
       // svc first: it writes its three files at start-up, Asterisk unreachable or not, so that
       // Asterisk boots with every #tryinclude present (as the operator's would)
@@ -455,13 +465,17 @@ Deno.test({
         await expectAgentStates(receiver, since, "8001", QUEUE_CALL);
       });
 
+      /** The user's history, newest first. */
+      const history = async (user: string) =>
+        (await api("GET", `${V2}/history/${user}?size=20`)).body.data.entries as {
+          srcUsername: string;
+          dstUsername: string;
+          srcNum: string;
+          dstNum: string;
+          status: string;
+        }[];
+
       await step("the history tells alice's and bob's calls", async () => {
-        const history = async (user: string) =>
-          (await api("GET", `${V2}/history/${user}?size=20`)).body.data.entries as {
-            dstUsername: string;
-            dstNum: string;
-            status: string;
-          }[];
         await until(async () => (await history("alice")).length === 7, 10_000, "7 calls of alice");
         assert.deepEqual(
           (await history("alice")).map((e) => [e.dstUsername, e.dstNum, e.status]),
@@ -530,14 +544,7 @@ Deno.test({
         },
       );
     } catch (error) {
-      // what the peers said helps more than the assertion alone
-      const tail = (lines: string[]) => lines.slice(-40).join("\n");
-      console.error(`--- asterisk\n${tail(asterisk.output)}`);
-      for (const phone of Object.values(phones)) {
-        console.error(`--- ${phone.process.name}\n${tail(phone.process.output)}`);
-      }
-      const svcLines = server?.stderrLines.filter((line) => !line.includes('"msg":"request"'));
-      if (svcLines) console.error(`--- svc (request lines left out)\n${tail(svcLines)}`);
+      tellPeers();
       throw error;
     } finally {
       // phones first (they un-register), then svc, then the PBX (and its work dir)

@@ -25,15 +25,27 @@ export interface Answer {
   body: any;
 }
 
-/** One request to svc (JSON body, bearer token); gives up after `timeoutMs` (10 s). */
+/** How a request carries its token: `Authorization: Bearer`, or `X-Auth-Token` as Wazo's clients. */
+export type TokenHeader = "bearer" | "x-auth-token";
+
+/**
+ * One request to svc (JSON body, token as `tokenHeader` says, bearer unless told); gives up after
+ * `timeoutMs` (10 s).
+ */
 export async function call(
   server: RunningServer,
   method: string,
   path: string,
-  { token, body, timeoutMs = 10_000 }: { token?: string; body?: unknown; timeoutMs?: number } = {},
+  { token, body, timeoutMs = 10_000, tokenHeader = "bearer" }: {
+    token?: string;
+    body?: unknown;
+    timeoutMs?: number;
+    tokenHeader?: TokenHeader;
+  } = {},
 ): Promise<Answer> {
   const headers: Record<string, string> = {};
-  if (token) headers.Authorization = `Bearer ${token}`;
+  if (token && tokenHeader === "bearer") headers.Authorization = `Bearer ${token}`;
+  else if (token) headers["X-Auth-Token"] = token;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(server.baseUrl + path, {
     method,
@@ -51,7 +63,7 @@ export async function expectStatus(
   server: RunningServer,
   method: string,
   path: string,
-  options: { token?: string; body?: unknown } = {},
+  options: { token?: string; body?: unknown; tokenHeader?: TokenHeader } = {},
 ): Promise<Answer> {
   const answer = await call(server, method, path, options);
   assert.equal(answer.status, status, `${method} ${path}: ${JSON.stringify(answer.body)}`);
