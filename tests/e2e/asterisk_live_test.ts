@@ -10,13 +10,16 @@
  * from `tests/peers/baresip_phone.ts` (alice, bob, carol, answering by themselves unless told). The
  * real svc server drives it through the unchanged routes, and every scenario is checked at svc's
  * `eventUrl` receiver: dial user and number, DND, the three forwards, an agent and its queue (to
- * and from queue), the history, the contacts list view's live status, and a PBX restart (back
- * within 5 s, the agent still logged in, a new dial working).
+ * and from queue), the history, the contacts list view's live status, call control of calls in
+ * progress (the call daemon's `/1.0/users/me/…` calls, transfers and ad-hoc conferences, and the
+ * CTI channel's commands on a real WebSocket), and a PBX restart (back within 5 s, the agent still
+ * logged in, a new dial working).
  */
 import assert from "node:assert/strict";
 import { preparePbx } from "../peers/asterisk_pbx.ts";
 import { livePeers } from "../peers/live_peers.ts";
-import { type Phone, startPhone } from "../peers/baresip_phone.ts";
+import { type Phone, type PhoneControl, startPhone } from "../peers/baresip_phone.ts";
+import type { CallView } from "../../lib/calls/view.ts";
 import { type RunningServer, startServer } from "./server.ts";
 import {
   call,
@@ -80,10 +83,94 @@ async function expectAgentStates(
   assert.deepEqual(receiver.agent(since, number), names, `agent ${number}'s states`);
 }
 
+/** The value of `read` once `test` holds of it (within 20 s); else fails showing the last one. */
+async function readUntil<T>(
+  read: () => T | Promise<T>,
+  test: (value: T) => boolean,
+  what: string,
+): Promise<T> {
+  let value: T | undefined;
+  try {
+    await until(async () => test(value = await read()), 20_000, what);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; last: ${JSON.stringify(value)}`);
+  }
+  return value as T;
+}
+
+/** A transfer as the call daemon shows it (the fields the steps read). */
+interface TransferView {
+  id: string;
+  transferred_call: string;
+  recipient_call: string | null;
+  status: string;
+}
+
+/** A message of the CTI channel. */
+interface CtiMessage {
+  msgType: string;
+  ctiMessage: Record<string, unknown>;
+}
+
+/**
+ * A CTI socket on the real server, as a client not in a browser opens it: every message kept,
+ * each waited for up to 20 s. Resolves once the server said `LoggedOn`.
+ */
+async function openCti(url: string) {
+  const messages: CtiMessage[] = [];
+  const socket = new WebSocket(url);
+  socket.onmessage = (event) => messages.push(JSON.parse(event.data));
+  const closed = new Promise((resolve) => socket.addEventListener("close", resolve));
+  const cti = {
+    messages,
+    /** Where the messages received from now on start. */
+    mark: () => messages.length,
+    /** Sends the command `command` with `fields`. */
+    web: (command: string, fields: Record<string, unknown> = {}) =>
+      socket.send(JSON.stringify({ claz: "web", command, ...fields })),
+    /** The first message of `msgType` since `since` (matching `test`), waiting for it. */
+    next: async (since: number, msgType: string, test = (_: CtiMessage) => true) => {
+      const wanted = (m: CtiMessage) => m.msgType === msgType && test(m);
+      const got = await readUntil(
+        () => messages.slice(since),
+        (received) => received.some(wanted),
+        `the socket's ${msgType}`,
+      );
+      return got.find(wanted)!;
+    },
+    /** The event types of the `PhoneEvent`s since `since`. */
+    phoneEvents: (since = 0) =>
+      messages.slice(since).filter((m) => m.msgType === "PhoneEvent")
+        .map((m) => m.ctiMessage.eventType),
+    async close() {
+      socket.close();
+      await closed;
+    },
+  };
+  await cti.next(0, "LoggedOn");
+  return cti;
+}
+
 // ---- the test ---------------------------------------------------------------------------------
 
 /** The agent states of one queue call answered and ended. */
 const QUEUE_CALL = ["AgentRinging", "AgentOnCall", "AgentOnWrapup", "AgentReady"];
+/** alice's phone events of a call to bob that she holds and takes back once. */
+const ALICE_HOLDS = [
+  "EventDialing",
+  "EventEstablished",
+  "EventOnHold",
+  "EventEstablished",
+  "EventReleased",
+];
+/** alice's phone events of a call to bob in which she consults carol (an attended transfer). */
+const ALICE_CONSULTS = [
+  "EventDialing",
+  "EventEstablished",
+  "EventDialing",
+  "EventEstablished",
+  "EventReleased",
+];
 
 const ALICE: Person = {
   username: "alice",
@@ -492,6 +579,334 @@ Deno.test({
         const missed = (await history("bob")).filter((e) => e.status === "missed");
         assert.equal(missed.length, 2, "bob missed the busy and the no-answer forward calls");
       });
+
+      // ---- call control of calls in progress: the call daemon's /1.0 and the CTI channel -------
+
+      const bobToken = await login(svc, "login", BOB.username, BOB.password);
+      // a supervision screen's web service user, reading every call
+      await api("POST", "/1.1/webservice_users", {
+        login: "calld",
+        password: "calld-secret-pw",
+        acls: ["calld.#"],
+      }, 201);
+      const calldToken = await login(svc, "webservice", "calld", "calld-secret-pw");
+      const uuids: Record<string, string> = {};
+      for (const user of ["alice", "bob", "carol"]) {
+        uuids[user] = (await api("GET", `/1.1/users/${ids[user]}`)).body.uuid;
+      }
+      /** A request to the call daemon, the token in `X-Auth-Token` as wazo-calld-client sends it. */
+      const calld = (token: string, method: string, path: string, status = 200, body?: unknown) =>
+        expectStatus(status, svc, method, `/1.0${path}`, {
+          token,
+          body,
+          tokenHeader: "x-auth-token",
+        });
+      /** The items of the list `path` once `test` holds of them (within 20 s). */
+      const itemsWhen = <T>(
+        token: string,
+        path: string,
+        test: (items: T[]) => boolean,
+        what: string,
+      ) => readUntil(async () => (await calld(token, "GET", path)).body.items as T[], test, what);
+      /** A call up, hearing one other party, not on hold. */
+      const talking = (call: CallView) =>
+        call.status === "Up" && !call.on_hold && Object.keys(call.talking_to).length === 1;
+      /** alice's only call, once `test` holds of it. */
+      const aliceCall = async (test: (call: CallView) => boolean, what: string) =>
+        (await itemsWhen<CallView>(
+          aliceToken,
+          "/users/me/calls",
+          (calls) => calls.length === 1 && test(calls[0]!),
+          what,
+        ))[0]!;
+      /** The phone picks up the call ringing it since `since`. */
+      const pickUp = async (phone: PhoneControl, since: number) => {
+        await phone.waitEvent("CALL_INCOMING", since);
+        await phone.accept();
+      };
+      /** alice picks up her phone rung for her dial, then bob his: answers alice's call. */
+      const bothPickUp = async (aliceSince: number, bobSince: number) => {
+        await pickUp(alice, aliceSince);
+        await pickUp(bob, bobSince);
+        return await aliceCall(talking, "alice talks with bob");
+      };
+      /** alice calls bob through `POST /1.0/users/me/calls`; both pick up. */
+      const aliceCallsBob = async () => {
+        const [aliceSince, bobSince] = [alice.mark(), bob.mark()];
+        const created = await calld(aliceToken, "POST", "/users/me/calls", 201, {
+          extension: "1002",
+        });
+        return { created: created.body as CallView, call: await bothPickUp(aliceSince, bobSince) };
+      };
+      /** The first phone event of `user` of type `eventType` since `since`, waiting for it. */
+      const phoneEvent = (since: number, user: string, eventType: string) =>
+        receiver.waitFor(
+          since,
+          (e) => e.username === user && e.eventType === eventType,
+          `${user}'s ${eventType}`,
+        );
+      /** Each user's phone events since `since` as [eventType, otherDN]. */
+      const expectOtherDNs = (since: number, expected: Record<string, string[][]>) => {
+        for (const [user, events] of Object.entries(expected)) {
+          const got = receiver.phone(since, user).map((event) => [event.eventType, event.otherDN]);
+          assert.deepEqual(got, events, `${user}'s phone events and their otherDN`);
+        }
+      };
+      /** alice's call attended-transferred to carol (1003), who picks up: answers the transfer. */
+      const consultCarol = async (initiator: string) => {
+        const carolSince = carol.mark();
+        const started = await calld(aliceToken, "POST", "/users/me/transfers", 201, {
+          initiator_call: initiator,
+          exten: "1003",
+          flow: "attended",
+        });
+        await pickUp(carol, carolSince);
+        const [answered] = await itemsWhen<TransferView>(
+          aliceToken,
+          "/users/me/transfers",
+          (items) => items.length === 1 && items[0]!.status === "answered",
+          "carol answered the consultation",
+        );
+        return { started: started.body as TransferView, answered: answered! };
+      };
+
+      /**
+       * A step of call control, run whatever became of the previous one: the phones pick up only
+       * when told (`accept`); on a failure the peers' output is shown and every call hung up.
+       */
+      const controlStep = (name: string, fn: () => Promise<void>) =>
+        t.step(name, async () => {
+          for (const phone of [alice, bob, carol]) await phone.answerMode("manual");
+          try {
+            await fn();
+          } catch (error) {
+            tellPeers();
+            await asterisk.cli("channel request hangup all");
+            await pbxIdle().catch(() => {});
+            throw error;
+          } finally {
+            for (const phone of [alice, bob, carol]) await phone.answerMode("auto");
+          }
+        });
+
+      await controlStep(
+        "/1.0/users/me/calls: alice calls bob, holds, takes back, records, sends DTMF, hangs up",
+        async () => {
+          const since = receiver.mark();
+          const { created, call } = await aliceCallsBob();
+          const id = created.call_id;
+          assert.equal(id, created.conversation_id, "alice's leg is the call's first");
+          assert.deepEqual(
+            [created.user_uuid, created.is_caller, created.dialed_extension],
+            [uuids.alice, true, "1002"],
+          );
+          assert.equal(call.call_id, id);
+          const bobCall = Object.keys(call.talking_to)[0]!;
+          assert.deepEqual(call.talking_to, { [bobCall]: uuids.bob });
+          assert.deepEqual([call.on_hold, call.record_state], [false, "inactive"]);
+          assert.equal(typeof call.answer_time, "string", "alice's own phone answered");
+          const path = `/users/me/calls/${id}`;
+          const put = (action: string) => calld(aliceToken, "PUT", `${path}/${action}`, 204);
+
+          // bob may not act on alice's call
+          for (const [method, action] of [["PUT", "/hold/start"], ["DELETE", ""]]) {
+            const refused = await calld(bobToken, method!, `${path}${action}`, 403);
+            assert.equal(refused.body.error_id, "user-permission-denied");
+          }
+
+          let mark = receiver.mark();
+          await put("hold/start");
+          await phoneEvent(mark, "alice", "EventOnHold");
+          await aliceCall((c) => c.on_hold, "on_hold true");
+          mark = receiver.mark();
+          await put("hold/stop");
+          await phoneEvent(mark, "alice", "EventEstablished");
+          await aliceCall(talking, "alice talks with bob again");
+          await put("record/start");
+          await aliceCall((c) => c.record_state === "active", "record_state active");
+          await put("record/stop");
+          await aliceCall((c) => c.record_state === "inactive", "record_state inactive");
+          const dtmf = bob.mark();
+          await put("dtmf?digits=12");
+          await bob.waitEvent("CALL_DTMF_START", dtmf);
+
+          await calld(aliceToken, "DELETE", path, 204);
+          await pbxIdle();
+          const linkedId = await expectPhoneEvents(receiver, since, {
+            alice: ALICE_HOLDS,
+            bob: ["EventRinging", "EventEstablished", "EventReleased"],
+          }, ["carol"]);
+          assert.equal(linkedId, created.conversation_id);
+          assert.deepEqual((await calld(aliceToken, "GET", "/users/me/calls")).body.items, []);
+        },
+      );
+
+      await controlStep(
+        "/1.0/users/me/transfers: alice transfers bob to carol, attended; carol hangs up",
+        async () => {
+          const carolCalls = (await history("carol")).length;
+          const since = receiver.mark();
+          const { call } = await aliceCallsBob();
+          const bobCall = Object.keys(call.talking_to)[0]!;
+          const consultation = receiver.mark();
+          const { started, answered } = await consultCarol(call.call_id);
+          assert.deepEqual(
+            [started.id, started.transferred_call, started.recipient_call, started.status],
+            [call.call_id, bobCall, null, "ringback"],
+          );
+          await calld(aliceToken, "PUT", `/users/me/transfers/${answered.id}/complete`, 204);
+          await receiver.waitFor(
+            consultation,
+            (e) =>
+              e.username === "carol" && e.eventType === "EventEstablished" &&
+              e.otherDN === "1002",
+            "carol talks with bob",
+          );
+          await itemsWhen(aliceToken, "/users/me/calls", (items) => !items.length, "alice is free");
+          await carol.hangup();
+          await pbxIdle();
+          await expectPhoneEvents(receiver, since, {
+            alice: ALICE_CONSULTS,
+            bob: ["EventRinging", "EventEstablished", "EventEstablished", "EventReleased"],
+            carol: ["EventRinging", "EventEstablished", "EventEstablished", "EventReleased"],
+          });
+          expectOtherDNs(consultation, {
+            alice: [
+              ["EventDialing", "1003"],
+              ["EventEstablished", "1003"],
+              ["EventReleased", "1003"],
+            ],
+            bob: [["EventEstablished", "1003"], ["EventReleased", "1003"]],
+            carol: [
+              ["EventRinging", "1001"],
+              ["EventEstablished", "1001"],
+              ["EventEstablished", "1002"],
+              ["EventReleased", "1002"],
+            ],
+          });
+          const carolHistory = await readUntil(
+            () => history("carol"),
+            (entries) => entries.length === carolCalls + 1,
+            "the call in carol's history",
+          );
+          const { srcUsername, dstUsername, srcNum, dstNum, status } = carolHistory[0]!;
+          assert.deepEqual(
+            [srcUsername, dstUsername, srcNum, dstNum, status],
+            ["bob", "carol", "1002", "1003", "answered"],
+            "carol's history names bob",
+          );
+        },
+      );
+
+      await controlStep(
+        "/1.0/users/me/conferences/adhoc: alice merges bob and carol, then ends the conference",
+        async () => {
+          const since = receiver.mark();
+          const { call } = await aliceCallsBob();
+          const { answered } = await consultCarol(call.call_id);
+          const participants = [answered.transferred_call, answered.recipient_call!];
+          const conference = await calld(aliceToken, "POST", "/users/me/conferences/adhoc", 201, {
+            host_call_id: call.call_id,
+            participant_call_ids: participants,
+          });
+          assert.deepEqual(conference.body, { conference_id: call.call_id });
+          const id = conference.body.conference_id;
+          const members = [call.call_id, ...participants].sort();
+          const calls = await itemsWhen<CallView>(
+            calldToken,
+            "/calls",
+            (items) =>
+              items.length === 3 && items.every((c) => c.bridges[0] === id) &&
+              items.every((c) => Object.keys(c.talking_to).length === 2),
+            "the three in the conference, each hearing the two others",
+          );
+          assert.deepEqual(calls.map((c) => c.call_id).sort(), members);
+          for (const c of calls) {
+            assert.deepEqual(c.bridges, [id]);
+            assert.deepEqual(
+              Object.keys(c.talking_to).sort(),
+              members.filter((member) => member !== c.call_id),
+            );
+          }
+
+          await calld(aliceToken, "DELETE", `/users/me/conferences/adhoc/${id}`, 204);
+          await pbxIdle();
+          await expectPhoneEvents(receiver, since, {
+            alice: ALICE_CONSULTS,
+            bob: ["EventRinging", "EventEstablished", "EventReleased"],
+            carol: ["EventRinging", "EventEstablished", "EventReleased"],
+          });
+          assert.deepEqual((await calld(calldToken, "GET", "/calls")).body.items, []);
+        },
+      );
+
+      await controlStep(
+        "the CTI channel: alice dials bob, holds, takes back, reads her calls, sends bob to carol",
+        async () => {
+          const cti = await openCti(
+            `${svc.baseUrl.replace("http", "ws")}${V2}/cti?token=${aliceToken}`,
+          );
+          try {
+            const since = receiver.mark();
+            const [aliceSince, bobSince] = [alice.mark(), bob.mark()];
+            cti.web("dial", { destination: "1002" });
+            const call = await bothPickUp(aliceSince, bobSince);
+
+            for (const eventType of ["EventOnHold", "EventEstablished"]) {
+              const [mark, socketMark] = [receiver.mark(), cti.mark()];
+              cti.web("hold");
+              await cti.next(socketMark, "PhoneEvent", (m) => m.ctiMessage.eventType === eventType);
+              await phoneEvent(mark, "alice", eventType);
+            }
+            await aliceCall(talking, "alice talks with bob again");
+
+            const asked = cti.mark();
+            cti.web("getCurrentCallsPhoneEvents");
+            assert.deepEqual((await cti.next(asked, "CurrentCallsPhoneEvents")).ctiMessage, {
+              events: [{
+                eventType: "EventEstablished",
+                DN: "1001",
+                otherDN: "1002",
+                linkedId: call.conversation_id,
+                uniqueId: call.call_id,
+                userData: { PLATFORM_USERID: String(ids.alice) },
+              }],
+            });
+
+            const transfer = receiver.mark();
+            const carolSince = carol.mark();
+            cti.web("directTransfer", { destination: "1003" });
+            await pickUp(carol, carolSince);
+            await phoneEvent(transfer, "carol", "EventEstablished");
+            await carol.hangup();
+            await pbxIdle();
+            await expectPhoneEvents(receiver, since, {
+              alice: ALICE_HOLDS,
+              bob: ["EventRinging", "EventEstablished", "EventEstablished", "EventReleased"],
+              carol: ["EventRinging", "EventEstablished", "EventReleased"],
+            });
+            expectOtherDNs(transfer, {
+              alice: [["EventReleased", "1002"]],
+              bob: [["EventEstablished", "1003"], ["EventReleased", "1003"]],
+              carol: [
+                ["EventRinging", "1002"],
+                ["EventEstablished", "1002"],
+                ["EventReleased", "1002"],
+              ],
+            });
+            // the socket got alice's events as the receiver did, and no command failed
+            await readUntil(
+              () => cti.phoneEvents(),
+              (types) => types.length >= ALICE_HOLDS.length,
+              "alice's phone events on the socket",
+            );
+            assert.deepEqual(cti.phoneEvents(), ALICE_HOLDS);
+            assert.deepEqual(cti.messages.filter((m) => m.msgType === "Error"), []);
+          } finally {
+            await cti.close();
+          }
+        },
+      );
 
       await step(
         "Asterisk restarts: svc back within 5 s, the agent still logged in",

@@ -90,7 +90,10 @@ export class CallTracker {
     if (init.callerPhone) {
       call.origin = this.#newLeg(call, init.linkedId, init.callerPhone, "originate", init.dialled);
       if (init.callerNumber) call.origin.number = init.callerNumber;
-      if (!ours) call.origin.state = "up";
+      if (!ours) { // the phone that dialled is up already
+        call.origin.state = "up";
+        call.origin.answeredMs = call.startMs;
+      }
     }
     this.#calls.set(call.linkedId, call);
     return call;
@@ -305,6 +308,7 @@ export class CallTracker {
         call.originUp = true;
         if (call.origin?.uniqueId === channel.uniqueId) { // the caller's own phone answered
           call.origin.state = "up";
+          call.origin.answeredMs = this.ctx.now();
           this.#phoneEvent(call.origin, "EventDialing");
         }
       }

@@ -642,6 +642,12 @@ export const SCENARIOS: Scenario[] = [
     variables: crm,
     steps: [
       ALICE_CALLS_BOB,
+      {
+        command: async (w) => {
+          const alice = await callOf(w, w.alice);
+          assert.ok(alice.answeredMs !== null, "alice's own phone answered");
+        },
+      },
       { command: onCallOf(ALICE, { kind: "hold" }) },
       { command: expectCall(ALICE, { onHold: true, talkingTo: [] }) },
       { command: onCallOf(ALICE, { kind: "resume" }) },
