@@ -107,7 +107,7 @@ function asterisk(config: Config, store: Store, clock: Clock, logger: Logger): A
 function connectPlatform(platform: Platform, events: EventExport, store: Store): void {
   platform.onEvents(async (platformEvents) => {
     const messages = platformEvents.flatMap((event) =>
-      event.kind === "call_ended" ? [] : [platformMessage(event)]
+      event.kind === "phone" || event.kind === "agent" ? [platformMessage(event)] : []
     );
     if (messages.length) await events.publish(messages);
     const records = platformEvents.flatMap((event) =>

@@ -22,6 +22,9 @@ export interface AgentView {
   /** The extension of the last login: the `phoneNb` of its events, "" when never logged. */
   phoneNb: string;
   state: AgentStateName;
+  /** When it entered `state`, and when it logged in (ms since the epoch; null: unknown, out). */
+  sinceMs: number | null;
+  loggedSinceMs: number | null;
 }
 
 /** An agent that never logged in: the presence an adapter starts from. */
@@ -36,6 +39,8 @@ export function neverLogged(agentId: number, agentNumber: string): AgentView {
     context: null,
     phoneNb: "",
     state: "AgentLoggedOut",
+    sinceMs: null,
+    loggedSinceMs: null,
   };
 }
 
@@ -87,10 +92,22 @@ export function presenceOf(agentId: number, agent: AgentView | undefined): Agent
       extension: null,
       context: null,
       state: "AgentLoggedOut",
+      sinceMs: agent?.sinceMs ?? null,
+      loggedSinceMs: null,
     };
   }
-  const { logged, paused, pausedReason, extension, context, state } = agent;
-  return { agentId, logged, paused, pausedReason, extension, context, state };
+  const { logged, paused, pausedReason, extension, context, state, sinceMs, loggedSinceMs } = agent;
+  return {
+    agentId,
+    logged,
+    paused,
+    pausedReason,
+    extension,
+    context,
+    state,
+    sinceMs,
+    loggedSinceMs,
+  };
 }
 
 /**

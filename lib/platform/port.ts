@@ -77,7 +77,43 @@ export interface CallEnded {
   records: CallRecord[];
 }
 
-export type PlatformEvent = PhoneEvent | AgentStateEvent | CallEnded;
+/**
+ * A call in a queue (supervision, docs/supervision.md): it `joined` the queue (at `position`),
+ * was `answered` by an agent after `waitMs`, was `abandoned` (its caller hung up) or left on the
+ * queue's `timeout` after `waitMs`, and, answered, was `completed` after `talkMs` with the agent.
+ */
+export interface QueueCallEvent {
+  kind: "queue_call";
+  event: "joined" | "answered" | "abandoned" | "timeout" | "completed";
+  queueId: number;
+  /** The call's linkedId. */
+  linkedId: string;
+  /** Who waits: the caller's number and name ("" when unknown). */
+  callerNumber: string;
+  callerName: string;
+  /** `joined`: its place in the queue, from 1. */
+  position?: number;
+  /** `answered`, `abandoned`, `timeout`: how long it waited. */
+  waitMs?: number;
+  /** `answered`, `completed`: the agent that took it. */
+  agentId?: number;
+  /** `completed`: how long the agent talked with it. */
+  talkMs?: number;
+}
+
+/** A call waiting in a queue now. */
+export interface WaitingCall {
+  queueId: number;
+  linkedId: string;
+  callerNumber: string;
+  callerName: string;
+  /** Its place in the queue, from 1. */
+  position: number;
+  /** When it joined the queue (ms since the epoch). */
+  sinceMs: number;
+}
+
+export type PlatformEvent = PhoneEvent | AgentStateEvent | CallEnded | QueueCallEvent;
 
 /**
  * Listener of platform events. The platform awaits it before it goes on, and calls it with the
@@ -102,6 +138,10 @@ export interface AgentPresence {
   extension: string | null;
   context: string | null;
   state: AgentStateName;
+  /** When it entered `state` (ms since the epoch); null when the platform cannot tell. */
+  sinceMs: number | null;
+  /** When it logged in (null when logged out, or when the platform cannot tell). */
+  loggedSinceMs: number | null;
 }
 
 /** The platform refused a command; routes answer it as 400 (or their area's form). */
@@ -199,6 +239,8 @@ export interface Platform extends CallControl {
   agentQueuesChanged(agentId: number): Promise<void>;
   /** The agent's presence; a never-logged agent is logged out. */
   agentPresence(agentId: number): Promise<AgentPresence>;
+  /** The calls waiting in the queues now, each queue's in order. */
+  queueCalls(): Promise<WaitingCall[]>;
   /** The status of each number (decisions §3); numbers that are no extension answer -2. */
   phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>>;
   /**

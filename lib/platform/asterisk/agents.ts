@@ -390,6 +390,7 @@ export class AgentBook {
       context,
       phoneNb: extension,
       leg: null,
+      loggedSinceMs: this.ctx.clock.now(),
     });
     this.#event(agent, paused ? "AgentOnPause" : "AgentReady");
   }
@@ -407,6 +408,7 @@ export class AgentBook {
       pausedReason: null,
       extension: null,
       context: null,
+      loggedSinceMs: null,
     });
   }
 
@@ -446,6 +448,7 @@ export class AgentBook {
 
   #event(agent: AgentState, name: AgentStateName): void {
     agent.state = name;
+    agent.sinceMs = this.ctx.clock.now();
     this.ctx.emit(agentStateEvent(this.ctx.dir(), agent, name));
   }
 }

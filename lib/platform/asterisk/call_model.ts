@@ -32,9 +32,10 @@ export interface Leg {
   announced: boolean;
   createdMs: number;
   answeredMs: number | null;
-  /** The agent whose phone this is (agent legs), and the queue that rang it. */
+  /** The agent whose phone this is (agent legs), the queue that rang it and the wait it rang for. */
   agentId: number | null;
   queueId: number | null;
+  queued: QueueWait | null;
   /** Who holds it: its phone (it stays bridged) or svc (it waits in `svc-wait`). */
   heldBy: "phone" | "svc" | null;
   /** The other party of an svc hold or a transfer: the held one for the holder, and back. */
@@ -45,6 +46,18 @@ export interface Leg {
   record: RecordState;
   /** The attended transfer it initiates, while in progress. */
   transfer: Transfer | null;
+}
+
+/** A call waiting in a queue (or about to: a dial from queue's, until the queue says it joined). */
+export interface QueueWait {
+  queueId: number;
+  /** The number an agent sees (who waits), and the number that reached the queue. */
+  agentSees: string;
+  number: string;
+  /** Who waits, by name ("" when unknown). */
+  callerName: string;
+  /** When the queue said it joined; null before. */
+  joinedMs: number | null;
 }
 
 /** How a call started: a dial command of svc (`user`, `from_queue`, `to_queue`) or not. */
@@ -74,7 +87,7 @@ export interface Call extends CallSummary {
   /** The calling side's last Dial ended busy or congested: a hang-up then is a failure. */
   failed: boolean;
   /** The queue the call waits in: the number an agent sees and the one that reached it. */
-  wait: { queueId: number; agentSees: string; number: string } | null;
+  wait: QueueWait | null;
   noHistory: boolean;
   ended: boolean;
   /** Uniqueids of its channels not yet hung up. */

@@ -7,7 +7,7 @@
  * What svc's call control adds (holds, transfers, conferences) is `call_control.ts`'s.
  */
 import { historyOf } from "../call_records.ts";
-import type { PhoneEventType } from "../port.ts";
+import type { PhoneEventType, QueueCallEvent, WaitingCall } from "../port.ts";
 import type { Phone } from "../directory.ts";
 import type { AmiMessage } from "./ami_message.ts";
 import { ControlState } from "./call_control.ts";
@@ -20,6 +20,7 @@ import {
   HOLD_CONTEXT,
   type Leg,
   type NewCall,
+  type QueueWait,
   type TrackerContext,
   type TrackerOps,
   WAIT_CONTEXT,
@@ -79,7 +80,13 @@ export class CallTracker {
       answeredBy: null,
       rung: new Map(),
       wait: init.queue
-        ? { queueId: init.queue.id, agentSees: init.dialled, number: init.queue.number }
+        ? {
+          queueId: init.queue.id,
+          agentSees: init.dialled,
+          number: init.queue.number,
+          callerName: "",
+          joinedMs: null,
+        }
         : null,
       noHistory: false,
       ended: false,
@@ -185,6 +192,12 @@ export class CallTracker {
           return false;
         case "QueueCallerJoin":
           this.#queueJoin(event);
+          return false;
+        case "QueueCallerAbandon":
+          this.#queueAbandon(event);
+          return false;
+        case "QueueCallerLeave":
+          this.#queueLeave(event);
           return false;
         case "AgentCalled":
           this.#agentCalled(event);
@@ -346,6 +359,7 @@ export class CallTracker {
       ? this.#newLeg(call, channel.uniqueId, phone, "agent", wait.agentSees, {
         agentId: agent.agentId,
         queueId: wait.queueId,
+        queued: wait,
       })
       : this.#newLeg(call, channel.uniqueId, phone, "callee", call.shownNumber);
     channel.leg = leg;
@@ -374,6 +388,7 @@ export class CallTracker {
       answeredMs: null,
       agentId: null,
       queueId: null,
+      queued: null,
       heldBy: null,
       holdPeer: null,
       music: false,
@@ -418,7 +433,7 @@ export class CallTracker {
     const rung = userId === null ? undefined : call.rung.get(userId);
     if (rung) rung.answeredMs = now;
     if (leg.role === "agent") {
-      call.wait = null;
+      this.#leftQueue(call, "answered", leg.agentId!);
       this.ctx.agents.answered(leg.agentId!, leg);
       if (call.kind === "from_queue") {
         call.origin = leg;
@@ -610,16 +625,85 @@ export class CallTracker {
 
   // --- queues -----------------------------------------------------------------------------------
 
+  /** A call joins a queue (a dial from queue's was expected there): `joined`. */
   #queueJoin(event: AmiMessage): void {
     const call = this.#callOf(event.get("Uniqueid") ?? "");
     const queue = this.ctx.dir().queueNamed(event.get("Queue") ?? "");
-    if (!call || call.ended || !queue || call.wait) return;
+    if (!call || call.ended || !queue || call.wait?.joinedMs != null) return;
     const calling = call.kind === "user" || call.kind === "phone";
-    call.wait = {
+    const caller = calling && call.src.userId !== null
+      ? this.ctx.dir().users.get(call.src.userId)
+      : undefined;
+    call.wait ??= {
       queueId: queue.id,
       agentSees: calling ? call.shownNumber : call.dialled,
       number: queue.number ?? queue.name,
+      callerName: caller ? [caller.firstname, caller.lastname].filter(Boolean).join(" ") : "",
+      joinedMs: null,
     };
+    call.wait.joinedMs = this.ctx.now();
+    this.#queueEvent(call, "joined", call.wait, {
+      position: Number(event.get("Position") ?? 1),
+    });
+  }
+
+  /** The caller hung up while it waited: `abandoned`. */
+  #queueAbandon(event: AmiMessage): void {
+    const call = this.#callOf(event.get("Uniqueid") ?? "");
+    if (call && !call.ended) this.#leftQueue(call, "abandoned");
+  }
+
+  /** A call leaves its queue: still waiting (neither answered nor abandoned), on its timeout. */
+  #queueLeave(event: AmiMessage): void {
+    const call = this.#callOf(event.get("Uniqueid") ?? "");
+    if (call && !call.ended) this.#leftQueue(call, "timeout");
+  }
+
+  /** `call` leaves the queue it waits in: answered (by `agentId`), abandoned, on its timeout. */
+  #leftQueue(call: Call, event: "answered" | "abandoned" | "timeout", agentId?: number): void {
+    const wait = call.wait;
+    call.wait = null;
+    if (wait?.joinedMs == null) return;
+    const waitMs = this.ctx.now() - wait.joinedMs;
+    this.#queueEvent(call, event, wait, agentId === undefined ? { waitMs } : { waitMs, agentId });
+  }
+
+  #queueEvent(
+    call: Call,
+    event: QueueCallEvent["event"],
+    wait: QueueWait,
+    fields: Pick<QueueCallEvent, "position" | "waitMs" | "agentId" | "talkMs">,
+  ): void {
+    this.ctx.emit({
+      kind: "queue_call",
+      event,
+      queueId: wait.queueId,
+      linkedId: call.linkedId,
+      callerNumber: wait.agentSees,
+      callerName: wait.callerName,
+      ...fields,
+    });
+  }
+
+  /** The calls waiting in the queues now, each queue's longest waiting first. */
+  waitingCalls(): WaitingCall[] {
+    const waiting = [...this.#calls.values()]
+      .filter((call) => !call.ended && call.wait?.joinedMs != null)
+      .sort((a, b) => a.wait!.joinedMs! - b.wait!.joinedMs!);
+    const positions = new Map<number, number>();
+    return waiting.map((call) => {
+      const wait = call.wait!;
+      const position = (positions.get(wait.queueId) ?? 0) + 1;
+      positions.set(wait.queueId, position);
+      return {
+        queueId: wait.queueId,
+        linkedId: call.linkedId,
+        callerNumber: wait.agentSees,
+        callerName: wait.callerName,
+        position,
+        sinceMs: wait.joinedMs!,
+      };
+    });
   }
 
   /**
@@ -638,6 +722,7 @@ export class CallTracker {
     const leg = this.#newLeg(call, "", phone, "agent", call.wait.agentSees, {
       agentId: record.id,
       queueId: call.wait.queueId,
+      queued: call.wait,
     });
     this.ctx.agents.ringing(record.id, leg);
   }
@@ -681,8 +766,8 @@ export class CallTracker {
    */
   #endCall(call: Call): void {
     if (call.ended) return;
+    this.#leftQueue(call, "abandoned");
     call.ended = true;
-    call.wait = null;
     for (const leg of call.legs) this.#release(leg);
     this.control.callEnded(call);
     for (const id of call.channels) {
@@ -709,11 +794,20 @@ export class CallTracker {
     if (leg.agentId !== null) this.#endedAgentLegs.push(leg);
   }
 
-  /** Agents whose queue leg ended while handling the event: after its phone events. */
+  /**
+   * Agents whose queue leg ended while handling the event, after its phone events: a call they
+   * answered is `completed`.
+   */
   #settleAgents(): void {
     const ended = this.#endedAgentLegs;
     this.#endedAgentLegs = [];
-    for (const leg of ended) this.ctx.agents.legEnded(leg.agentId!, leg);
+    for (const leg of ended) {
+      if (leg.answeredMs !== null && leg.queued?.joinedMs != null) {
+        const talkMs = this.ctx.now() - leg.answeredMs;
+        this.#queueEvent(leg.call, "completed", leg.queued, { agentId: leg.agentId!, talkMs });
+      }
+      this.ctx.agents.legEnded(leg.agentId!, leg);
+    }
   }
 
   #callOf(uniqueId: string): Call | undefined {

@@ -29,6 +29,7 @@ import {
   type PlatformListener,
   PlatformRefusal,
   usrVariables,
+  type WaitingCall,
 } from "../port.ts";
 import type {
   CallCommand,
@@ -343,6 +344,10 @@ export class AsteriskPlatform implements Platform {
 
   agentPresence(agentId: number): Promise<AgentPresence> {
     return Promise.resolve(this.#agents.presence(agentId));
+  }
+
+  queueCalls(): Promise<WaitingCall[]> {
+    return Promise.resolve(this.#calls.waitingCalls());
   }
 
   /**

@@ -12,12 +12,13 @@ import {
   presenceOf,
 } from "../agent_rules.ts";
 import type { AgentPresence, AgentStateName } from "../port.ts";
-import { cancelTimers, endLeg, phoneEvent } from "./legs.ts";
+import { cancelTimers, endLeg, phoneEvent, queueEvent } from "./legs.ts";
 import type { AgentState, Step } from "./state.ts";
 
 /** Moves `agent` to `name` and emits its event. */
 export function agentEvent(step: Step, agent: AgentState, name: AgentStateName): void {
   agent.state = name;
+  agent.sinceMs = step.now;
   step.emit(agentStateEvent(step.dir, agent, name));
 }
 
@@ -52,6 +53,7 @@ export function login(step: Step, agent: AgentRecord, extension: string, context
     phoneNb: extension,
     idleSince: step.now,
     leg: null,
+    loggedSinceMs: step.now,
   });
   step.sim.agents.set(agent.id, state);
   agentEvent(step, state, "AgentReady");
@@ -78,6 +80,7 @@ export function logout(step: Step, agentId: number): void {
     pausedReason: null,
     extension: null,
     context: null,
+    loggedSinceMs: null,
   });
 }
 
@@ -116,6 +119,10 @@ export function settleAgents(step: Step): void {
     const agent = leg.agentId === null ? undefined : step.sim.agents.get(leg.agentId);
     if (!agent || agent.leg !== leg) continue;
     agent.leg = null;
+    if (leg.answeredMs !== null) {
+      const talkMs = step.now - leg.answeredMs;
+      queueEvent(step, leg.call, "completed", { agentId: agent.agentId, talkMs }, leg.queued);
+    }
     if (!agent.logged) continue;
     if (leg.answeredMs === null) {
       // an agent that let a call ring out goes behind the others

@@ -20,6 +20,7 @@ import {
   bridgeLegs,
   endCall,
   endLeg,
+  leftQueue,
   peersOf,
   phoneEvent,
   rejectLeg,
@@ -427,7 +428,7 @@ function stopConsultation(step: Step, transfer: Transfer): void {
   const call = transfer.initiator.call;
   const wait = call.wait;
   if (wait && wait.party === transfer.initiator) {
-    call.wait = null;
+    leftQueue(step, call, "abandoned");
     if (wait.offer) release(step, wait.offer);
     endLeg(step, wait.leg);
   }

@@ -5,9 +5,9 @@
  * Calls reach their destination above, in `calls.ts`; agents and queues use these too.
  */
 import { historyOf } from "../call_records.ts";
-import type { PhoneEventType } from "../port.ts";
+import type { PhoneEventType, QueueCallEvent } from "../port.ts";
 import type { Phone } from "../directory.ts";
-import type { Bridge, Call, Leg, LegRole, RingHandlers, Step } from "./state.ts";
+import type { Bridge, Call, Leg, LegRole, QueueWait, RingHandlers, Step } from "./state.ts";
 
 /** Adds a leg to `call`; the first leg takes the call's linkedId as its uniqueId. */
 export function newLeg(
@@ -30,6 +30,7 @@ export function newLeg(
     answeredMs: null,
     agentId: null,
     queueId: null,
+    queued: null,
     handlers: null,
     timers: new Set(),
     createdMs: step.now,
@@ -251,12 +252,48 @@ export async function failCall(step: Step, call: Call): Promise<void> {
   await endCall(step, call);
 }
 
+/** A queue event of `call` (supervision): who waits, as its wait tells. */
+export function queueEvent(
+  step: Step,
+  call: Call,
+  event: QueueCallEvent["event"],
+  fields: Pick<QueueCallEvent, "position" | "waitMs" | "agentId" | "talkMs"> = {},
+  wait: QueueWait | null = call.wait,
+): void {
+  if (!wait) return;
+  step.emit({
+    kind: "queue_call",
+    event,
+    queueId: wait.queueId,
+    linkedId: call.linkedId,
+    callerNumber: wait.agentSees,
+    callerName: wait.callerName,
+    ...fields,
+  });
+}
+
+/** `call` leaves its queue: answered (by `agentId`), abandoned or on the queue's timeout. */
+export function leftQueue(
+  step: Step,
+  call: Call,
+  event: "answered" | "abandoned" | "timeout",
+  agentId?: number,
+): void {
+  const wait = call.wait;
+  if (!wait) return;
+  const waitMs = step.now - wait.sinceMs;
+  queueEvent(step, call, event, agentId === undefined ? { waitMs } : { waitMs, agentId });
+  call.wait = null;
+}
+
 /**
  * Ends `call`: every party that got an event gets `EventReleased` (in leg order), agents go to
- * wrap-up at step end, and the history records are emitted as a `CallEnded`.
+ * wrap-up at step end, and the history records are emitted as a `CallEnded`. A call still waiting
+ * in a queue is abandoned.
  */
 export function endCall(step: Step, call: Call): Promise<void> {
   if (call.ended) return Promise.resolve();
+  leftQueue(step, call, "abandoned");
   call.ended = true;
   for (const leg of call.legs) {
     if (leg.ended) continue;

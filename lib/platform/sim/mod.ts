@@ -20,6 +20,7 @@ import {
   type PlatformEvent,
   type PlatformListener,
   PlatformRefusal,
+  type WaitingCall,
 } from "../port.ts";
 import type {
   CallCommand,
@@ -58,7 +59,7 @@ import {
   type SimPhone,
 } from "./control.ts";
 import { type Directory, type DirectoryLoader, directoryLoader } from "../directory.ts";
-import { dispatch, enqueue } from "./queues.ts";
+import { dispatch, enqueue, waitingCalls } from "./queues.ts";
 import { type PhonePolicy, SimState, type Step, type TimerOwner } from "./state.ts";
 
 export type { PolicyChange, SimAction, SimCall, SimPhone } from "./control.ts";
@@ -297,6 +298,10 @@ export class SimPlatform implements Platform {
 
   agentPresence(agentId: number): Promise<AgentPresence> {
     return Promise.resolve(presence(this.#sim.agents, agentId));
+  }
+
+  queueCalls(): Promise<WaitingCall[]> {
+    return Promise.resolve(waitingCalls(this.#sim));
   }
 
   async phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>> {

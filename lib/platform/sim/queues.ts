@@ -10,18 +10,22 @@ import {
   endCall,
   endLeg,
   establish,
+  leftQueue,
   markRung,
   newLeg,
   phoneEvent,
   phoneLeg,
+  queueEvent,
   ringLeg,
 } from "./legs.ts";
+import type { WaitingCall } from "../port.ts";
 import {
   AGENT_RING_MS,
   type AgentState,
   type Call,
   type Leg,
   QUEUE_WAIT_MS,
+  type SimState,
   type Step,
 } from "./state.ts";
 
@@ -33,6 +37,9 @@ export function enqueue(step: Step, call: Call, queue: QueueRecord, party: Leg |
   const number = queue.number ?? queue.name;
   const leg = newLeg(step, call, { role: "queue", name: number, number, otherDN: "" });
   leg.state = "waiting";
+  const caller = call.kind === "user" && call.src.userId !== null
+    ? step.dir.users.get(call.src.userId)
+    : undefined;
   call.wait = {
     queueId: queue.id,
     order: step.sim.nextWaitOrder(),
@@ -41,9 +48,42 @@ export function enqueue(step: Step, call: Call, queue: QueueRecord, party: Leg |
     offer: null,
     agentSees: call.kind === "user" ? call.shownNumber : call.dialled,
     number,
+    callerName: caller ? [caller.firstname, caller.lastname].filter(Boolean).join(" ") : "",
+    sinceMs: step.now,
   };
+  const position = waitingIn(step, queue.id).length;
+  queueEvent(step, call, "joined", { position });
   step.later(leg, QUEUE_WAIT_MS, (next) => {
-    if (!call.ended && call.wait?.leg === leg) return endCall(next, call);
+    if (call.ended || call.wait?.leg !== leg) return;
+    leftQueue(next, call, "timeout");
+    return endCall(next, call);
+  });
+}
+
+/** The calls waiting in queue `queueId`, longest waiting first. */
+function waitingIn(step: Pick<Step, "sim">, queueId: number): Call[] {
+  return [...step.sim.calls.values()]
+    .filter((call) => !call.ended && call.wait?.queueId === queueId)
+    .sort((a, b) => a.wait!.order - b.wait!.order);
+}
+
+/** The calls waiting in every queue now, each queue's in order. */
+export function waitingCalls(sim: SimState): WaitingCall[] {
+  const calls = [...sim.calls.values()].filter((call) => !call.ended && call.wait)
+    .sort((a, b) => a.wait!.order - b.wait!.order);
+  const positions = new Map<number, number>();
+  return calls.map((call) => {
+    const wait = call.wait!;
+    const position = (positions.get(wait.queueId) ?? 0) + 1;
+    positions.set(wait.queueId, position);
+    return {
+      queueId: wait.queueId,
+      linkedId: call.linkedId,
+      callerNumber: wait.agentSees,
+      callerName: wait.callerName,
+      position,
+      sinceMs: wait.sinceMs,
+    };
   });
 }
 
@@ -103,6 +143,7 @@ async function offer(
   const leg = phoneLeg(step, call, phone, "agent", wait.agentSees, {
     agentId: agent.agentId,
     queueId: queue.id,
+    queued: wait,
   });
   wait.offer = leg;
   agent.leg = leg;
@@ -132,8 +173,8 @@ async function offer(
 async function agentAnswered(step: Step, call: Call, leg: Leg, reach: Reach): Promise<void> {
   const wait = call.wait;
   if (!wait) return;
+  leftQueue(step, call, "answered", leg.agentId ?? undefined);
   endLeg(step, wait.leg);
-  call.wait = null;
   const agent = leg.agentId === null ? undefined : step.sim.agents.get(leg.agentId);
   if (agent?.leg === leg) agentEvent(step, agent, "AgentOnCall");
   if (call.kind === "from_queue") {

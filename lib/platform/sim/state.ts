@@ -87,8 +87,9 @@ export interface Leg extends TimerOwner {
   answeredMs: number | null;
   /** The agent whose phone this is (agent legs). */
   agentId: number | null;
-  /** The queue that rang this agent leg. */
+  /** The queue that rang this agent leg, and the wait it rang for. */
   queueId: number | null;
+  queued: QueueWait | null;
   handlers: RingHandlers | null;
   createdMs: number;
   /** The parties this one talks with (itself included); null when it talks with nobody. */
@@ -153,6 +154,9 @@ export interface QueueWait {
   agentSees: string;
   /** The number the agent was reached by, for its history record. */
   number: string;
+  /** Who waits, as supervision shows it, and since when. */
+  callerName: string;
+  sinceMs: number;
 }
 
 /** Who placed a call, as its history records tell it. */

@@ -34,9 +34,12 @@ Deno.test("login, pause, unpause, logout: events and presence", async () => {
     extension: null,
     context: null,
     state: "AgentLoggedOut",
+    sinceMs: null,
+    loggedSinceMs: null,
   };
   assert.deepEqual(await t.sim.agentPresence(agent.id), loggedOut);
 
+  const loginMs = t.ctx.clock.now();
   await t.sim.agentLogin(agent, "1001", "default");
   assert.deepEqual(await t.sim.agentPresence(agent.id), {
     ...loggedOut,
@@ -44,7 +47,10 @@ Deno.test("login, pause, unpause, logout: events and presence", async () => {
     extension: "1001",
     context: "default",
     state: "AgentReady",
+    sinceMs: loginMs,
+    loggedSinceMs: loginMs,
   });
+  await t.advance(5000);
   await t.sim.agentPause(agent.id, "lunch");
   assert.deepEqual(await t.sim.agentPresence(agent.id), {
     ...loggedOut,
@@ -54,11 +60,17 @@ Deno.test("login, pause, unpause, logout: events and presence", async () => {
     extension: "1001",
     context: "default",
     state: "AgentOnPause",
+    sinceMs: loginMs + 5000,
+    loggedSinceMs: loginMs,
   });
   await t.sim.agentUnpause(agent.id);
   await t.sim.agentUnpause(agent.id); // nothing to do: no event
+  await t.advance(5000);
   await t.sim.agentLogout(agent.id);
-  assert.deepEqual(await t.sim.agentPresence(agent.id), loggedOut);
+  assert.deepEqual(await t.sim.agentPresence(agent.id), {
+    ...loggedOut,
+    sinceMs: loginMs + 10_000,
+  });
 
   const where = ["8001", "1001", "alice", [queue.id]];
   assert.deepEqual(agentSummary(t.take()), [

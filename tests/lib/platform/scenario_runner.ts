@@ -19,6 +19,7 @@ import {
   type AgentLine,
   type HistoryLine,
   type PhoneLine,
+  type QueueLine,
   type Scenario,
   type World,
 } from "./scenarios.ts";
@@ -147,9 +148,28 @@ function historyLines(events: PlatformEvent[], w: World): HistoryLine[] {
   );
 }
 
+/** The queue events as the table writes them: event, caller number, position or agent number. */
+function queueLines(events: PlatformEvent[], w: World): QueueLine[] {
+  return events.flatMap((event): QueueLine[] =>
+    event.kind === "queue_call"
+      ? [[
+        event.event,
+        event.queueId === w.queue.id ? "support" : String(event.queueId),
+        event.callerNumber,
+        event.event === "joined"
+          ? String(event.position)
+          : event.agentId === w.agent.id
+          ? w.agent.number
+          : "",
+      ]]
+      : []
+  );
+}
+
 /** The scenario's events and history, the variables on every phone event, the dials' linkedIds. */
 export function check(scenario: Scenario, { events, started, w }: Outcome & { w: World }): void {
   assert.deepEqual(lines(events), scenario.events);
+  assert.deepEqual(queueLines(events, w), scenario.queue ?? []);
   assert.deepEqual(historyLines(events, w), scenario.history);
   const usr = Object.fromEntries(
     Object.entries(scenario.variables ?? {}).map(([key, value]) => [`USR_${key}`, value]),

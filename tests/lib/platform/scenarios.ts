@@ -47,6 +47,11 @@ export interface Step {
 export type PhoneLine = [string, PhoneEventType, string, string, number, number];
 /** An agent event: its name, the agent's number, phoneNb, username. */
 export type AgentLine = ["agent", string, string, string, string];
+/**
+ * A queue event (supervision): what happened, the queue, who waits, and its position (`joined`)
+ * or the agent's number (`answered`, `completed`).
+ */
+export type QueueLine = [string, string, string, string];
 /** A history record: whose, status, src and dst username, src and dst number, answered. */
 export type HistoryLine = [string, string, string, string, string, string, boolean];
 
@@ -72,6 +77,8 @@ export interface Scenario {
   variables?: Record<string, string>;
   steps: Step[];
   events: (PhoneLine | AgentLine)[];
+  /** The queue events, in order (none when left out). */
+  queue?: QueueLine[];
   history: HistoryLine[];
 }
 
@@ -503,6 +510,14 @@ export const SCENARIOS: Scenario[] = [
       ["agent", "AgentReady", "8001", "1002", "bob"],
       ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
     ],
+    queue: [
+      ["joined", "support", "1001", "1"],
+      ["answered", "support", "1001", "8001"],
+      ["completed", "support", "1001", "8001"],
+      ["joined", "support", "1001", "1"],
+      ["answered", "support", "1001", "8001"],
+      ["completed", "support", "1001", "8001"],
+    ],
     history: [
       ["alice", "emitted", "alice", "bob", "1001", "3001", true],
       ["bob", "answered", "alice", "bob", "1001", "3001", true],
@@ -539,6 +554,11 @@ export const SCENARIOS: Scenario[] = [
       ["agent", "AgentOnWrapup", "8001", "1002", "bob"],
       ["agent", "AgentReady", "8001", "1002", "bob"],
       ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
+    ],
+    queue: [
+      ["joined", "support", "1003", "1"],
+      ["answered", "support", "1003", "8001"],
+      ["completed", "support", "1003", "8001"],
     ],
     history: [
       ["carol", "answered", "", "carol", "3001", "1003", true],
@@ -579,6 +599,11 @@ export const SCENARIOS: Scenario[] = [
       ["agent", "AgentOnWrapup", "8001", "1002", "bob"],
       ["agent", "AgentReady", "8001", "1002", "bob"],
       ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
+    ],
+    queue: [
+      ["joined", "support", "1003", "1"],
+      ["answered", "support", "1003", "8001"],
+      ["completed", "support", "1003", "8001"],
     ],
     history: [
       ["bob", "emitted", "bob", "carol", "1002", "1003", true],

@@ -212,6 +212,8 @@ Deno.test("Asterisk restarted mid-way: reconnected, agents added back, calls end
       extension: "1002",
       context: "default",
       state: "AgentOnPause",
+      sinceMs: a.ctx.clock.now(),
+      loggedSinceMs: a.ctx.clock.now(),
     });
     // the dial never rang alice's phone: it failed with the restart, without history
     const phone = events.filter((event) => event.kind === "phone");
