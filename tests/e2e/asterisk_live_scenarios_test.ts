@@ -10,6 +10,7 @@
  * With `SVC_RECORD_TRANSCRIPTS=<dir>` the AMI session of each scenario (svc's side of it, through
  * `tests/peers/ami_recorder.ts`) is written there as `<transcript>.jsonl`: that is how the sessions
  * the replay tests play in CI were recorded (`tests/peers/asterisk_transcripts/`).
+ * `SVC_TEST_SCENARIO=<part of a transcript name>` plays only those.
  */
 import assert from "node:assert/strict";
 import type { CallStarted, PlatformEvent } from "../../lib/platform/port.ts";
@@ -28,6 +29,8 @@ import { sleep, until } from "./svc_http.ts";
 const { prefix: PREFIX, missing } = livePeers("asterisk_live_scenarios_test");
 
 const RECORD_TO = Deno.env.get("SVC_RECORD_TRANSCRIPTS");
+/** Only the scenarios whose transcript name holds this (to record one again). */
+const ONLY = Deno.env.get("SVC_TEST_SCENARIO") ?? "";
 
 /** The phones of the scenario table's people: extension → SIP user. */
 const PEOPLE = { "1001": "alice", "1002": "bob", "1003": "carol" } as const;
@@ -121,7 +124,10 @@ Deno.test({
       await until(() => pbx.registered(Object.values(PEOPLE)), 20_000, "the phones register");
       await first.close();
 
-      for (const scenario of SCENARIOS.filter((one) => one.recordedBySvc)) {
+      const chosen = SCENARIOS.filter((one) =>
+        one.recordedBySvc && (one.transcript ?? "").includes(ONLY)
+      );
+      for (const scenario of chosen) {
         const ok = await t.step(scenario.name, async () => {
           const w = await world(recorder.port, pbx);
           try {
@@ -150,10 +156,14 @@ Deno.test({
             await w.close();
             for (const phone of Object.values(phones)) await phone.ctrl.hangup().catch(() => {});
             await sleep(300);
-          }
-          if (RECORD_TO && scenario.transcript) {
-            await Deno.mkdir(RECORD_TO, { recursive: true });
-            await Deno.writeTextFile(`${RECORD_TO}/${scenario.transcript}.jsonl`, recorder.text());
+            // written even when the scenario failed: what Asterisk said is the first thing to read
+            if (RECORD_TO && scenario.transcript) {
+              await Deno.mkdir(RECORD_TO, { recursive: true });
+              await Deno.writeTextFile(
+                `${RECORD_TO}/${scenario.transcript}.jsonl`,
+                recorder.text(),
+              );
+            }
           }
         });
         if (!ok) console.log(`asterisk_live_scenarios_test: ${scenario.name} failed`);

@@ -58,6 +58,16 @@ export interface QueueWait {
   callerName: string;
   /** When the queue said it joined; null before. */
   joinedMs: number | null;
+  /** The channel that waits (its `QueueCallerJoin`); "" before. */
+  channel: string;
+  /** Its phone hung up (`HangupRequest`): a call leaving unanswered then was abandoned. */
+  callerHungUp: boolean;
+  /**
+   * When it left unanswered (`QueueCallerAbandon`) while svc does not know yet why: Asterisk says
+   * so on the queue's timeout too. The dialplan going on after `Queue` tells a timeout, the
+   * caller's `HangupRequest` an abandon.
+   */
+  leftMs: number | null;
 }
 
 /** How a call started: a dial command of svc (`user`, `from_queue`, `to_queue`) or not. */

@@ -86,6 +86,9 @@ export class CallTracker {
           number: init.queue.number,
           callerName: "",
           joinedMs: null,
+          channel: "",
+          callerHungUp: false,
+          leftMs: null,
         }
         : null,
       noHistory: false,
@@ -198,6 +201,9 @@ export class CallTracker {
           return false;
         case "QueueCallerLeave":
           this.#queueLeave(event);
+          return false;
+        case "HangupRequest":
+          this.#hangupRequest(event);
           return false;
         case "AgentCalled":
           this.#agentCalled(event);
@@ -483,6 +489,10 @@ export class CallTracker {
       this.control.dialplan(channel);
     }
     const call = this.#callOf(uniqueId);
+    // the dialplan goes on after a Queue the call left unanswered: it timed out
+    if (call?.wait?.leftMs != null && call.wait.channel === uniqueId) {
+      this.#leftQueue(call, "timeout");
+    }
     if (!call || call.ended || uniqueId !== call.originChannel || !call.origin) return;
     const app = event.get("Application");
     const exten = event.get("Exten") ?? "";
@@ -640,31 +650,55 @@ export class CallTracker {
       number: queue.number ?? queue.name,
       callerName: caller ? [caller.firstname, caller.lastname].filter(Boolean).join(" ") : "",
       joinedMs: null,
+      channel: "",
+      callerHungUp: false,
+      leftMs: null,
     };
     call.wait.joinedMs = this.ctx.now();
+    call.wait.channel = event.get("Uniqueid") ?? "";
     this.#queueEvent(call, "joined", call.wait, {
       position: Number(event.get("Position") ?? 1),
     });
   }
 
-  /** The caller hung up while it waited: `abandoned`. */
+  /**
+   * A call left its queue unanswered. Asterisk says so when the caller hangs up and on the queue's
+   * timeout alike: `abandoned` if its phone hung up, else decided by what comes next.
+   */
   #queueAbandon(event: AmiMessage): void {
     const call = this.#callOf(event.get("Uniqueid") ?? "");
-    if (call && !call.ended) this.#leftQueue(call, "abandoned");
+    const wait = call?.wait;
+    if (!call || call.ended || wait?.joinedMs == null) return;
+    if (wait.callerHungUp) this.#leftQueue(call, "abandoned");
+    else wait.leftMs ??= this.ctx.now();
   }
 
-  /** A call leaves its queue: still waiting (neither answered nor abandoned), on its timeout. */
+  /** A call leaves its queue: unless answered or already left unanswered, on its timeout. */
   #queueLeave(event: AmiMessage): void {
     const call = this.#callOf(event.get("Uniqueid") ?? "");
-    if (call && !call.ended) this.#leftQueue(call, "timeout");
+    if (call && !call.ended && call.wait?.leftMs == null) this.#leftQueue(call, "timeout");
   }
 
-  /** `call` leaves the queue it waits in: answered (by `agentId`), abandoned, on its timeout. */
+  /** The phone of a waiting call hung up: it abandons (now, or when the queue says it left). */
+  #hangupRequest(event: AmiMessage): void {
+    const uniqueId = event.get("Uniqueid") ?? "";
+    const call = this.#callOf(uniqueId);
+    const wait = call?.wait;
+    if (!call || call.ended || !wait || wait.channel !== uniqueId) return;
+    wait.callerHungUp = true;
+    if (wait.leftMs != null) this.#leftQueue(call, "abandoned");
+  }
+
+  /**
+   * `call` leaves the queue it waits in: answered (by `agentId`), abandoned, on its timeout. One
+   * that left unanswered, its phone never having hung up, timed out.
+   */
   #leftQueue(call: Call, event: "answered" | "abandoned" | "timeout", agentId?: number): void {
     const wait = call.wait;
     call.wait = null;
     if (wait?.joinedMs == null) return;
-    const waitMs = this.ctx.now() - wait.joinedMs;
+    if (wait.leftMs != null && !wait.callerHungUp) event = "timeout";
+    const waitMs = (wait.leftMs ?? this.ctx.now()) - wait.joinedMs;
     this.#queueEvent(call, event, wait, agentId === undefined ? { waitMs } : { waitMs, agentId });
   }
 
@@ -688,7 +722,7 @@ export class CallTracker {
   /** The calls waiting in the queues now, each queue's longest waiting first. */
   waitingCalls(): WaitingCall[] {
     const waiting = [...this.#calls.values()]
-      .filter((call) => !call.ended && call.wait?.joinedMs != null)
+      .filter((call) => !call.ended && call.wait?.joinedMs != null && call.wait.leftMs == null)
       .sort((a, b) => a.wait!.joinedMs! - b.wait!.joinedMs!);
     const positions = new Map<number, number>();
     return waiting.map((call) => {

@@ -869,4 +869,81 @@ export const SCENARIOS: Scenario[] = [
     ],
     history: ALICE_BOB_HISTORY,
   },
+  {
+    name: "queue figures: a ring missed then answered, an abandon, a timeout",
+    transcript: "30-queue-statistics",
+    recordedBySvc: true,
+    variables: crm,
+    steps: [
+      logIn("1002"),
+      {
+        // bob's phone refuses the first ring, takes the second
+        command: aliceDials("3001"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("1002", "reject");
+          await sim.act("1002", "answer");
+          await sim.advance(2000);
+          await sim.act("1001", "hangup");
+        },
+      },
+      { command: (w) => w.services.platform.agentPause(w.agent.id, "lunch") },
+      {
+        // nobody to take it: carol gives up after 3 s
+        command: (w) => w.services.platform.dialNumber(w.carol, "3001", crm),
+        phones: async (sim) => {
+          await sim.act("1003", "answer");
+          await sim.advance(3000);
+          await sim.act("1003", "hangup");
+        },
+      },
+      {
+        // alice waits until the queue lets her go (30 s)
+        command: aliceDials("3001"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.advance(31_000);
+        },
+      },
+      logOut,
+    ],
+    events: [
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["alice", "EventDialing", "1001", "3001", 1, 1],
+      ["agent", "AgentRinging", "8001", "1002", "bob"],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentRinging", "8001", "1002", "bob"],
+      ["bob", "EventRinging", "1002", "1001", 1, 3],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["alice", "EventEstablished", "1001", "3001", 1, 1],
+      ["bob", "EventEstablished", "1002", "1001", 1, 3],
+      ["alice", "EventReleased", "1001", "3001", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 3],
+      ["agent", "AgentOnWrapup", "8001", "1002", "bob"],
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentOnPause", "8001", "1002", "bob"],
+      ["carol", "EventDialing", "1003", "3001", 2, 4],
+      ["carol", "EventReleased", "1003", "3001", 2, 4],
+      ["alice", "EventDialing", "1001", "3001", 3, 5],
+      ["alice", "EventReleased", "1001", "3001", 3, 5],
+      ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
+    ],
+    queue: [
+      ["joined", "support", "1001", "1"],
+      ["answered", "support", "1001", "8001"],
+      ["completed", "support", "1001", "8001"],
+      ["joined", "support", "1003", "1"],
+      ["abandoned", "support", "1003", ""],
+      ["joined", "support", "1001", "1"],
+      ["timeout", "support", "1001", ""],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "3001", true],
+      ["bob", "answered", "alice", "bob", "1001", "3001", true],
+      ["carol", "emitted", "carol", "", "1003", "3001", false],
+      ["alice", "emitted", "alice", "", "1001", "3001", false],
+    ],
+  },
 ];
