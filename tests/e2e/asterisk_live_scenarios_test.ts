@@ -168,6 +168,14 @@ Deno.test({
         });
         if (!ok) console.log(`asterisk_live_scenarios_test: ${scenario.name} failed`);
       }
+      if (QUEUE_RESYNC.includes(ONLY)) {
+        await t.step(
+          "svc started while a call waits in a queue: shown, gone once it leaves",
+          async () => {
+            await queueResync(recorder, pbx, phones);
+          },
+        );
+      }
       await t.step("what they hear: music on hold, the recording, the DTMF", async () => {
         await whatTheyHear(recorder.port, pbx, phones);
       });
@@ -199,6 +207,46 @@ async function world(amiPort: number, pbx: Pbx) {
       ctx.services.store.close();
     },
   };
+}
+
+/** The transcript of {@link queueResync}. */
+const QUEUE_RESYNC = "31-queue-resync";
+
+/**
+ * alice's phone dials the queue (no agent: she waits); svc starts then, and shows her waiting from
+ * `QueueStatus` (it saw no join: a stray, never counted); she hangs up and the queue is empty.
+ */
+async function queueResync(
+  recorder: ReturnType<typeof startAmiRecorder>,
+  pbx: Pbx,
+  phones: Record<string, Phone>,
+) {
+  const alice = phones.alice!.ctrl;
+  await alice.dial("3001");
+  await sleep(3000);
+  const w = await world(recorder.port, pbx);
+  try {
+    w.platform.start();
+    await w.platform.firstSync();
+    const [waiting, ...others] = await w.platform.queueCalls();
+    assert.deepEqual(others, []);
+    assert.equal(waiting?.queueId, w.w.queue.id);
+    assert.equal(waiting?.callerNumber, "1001");
+    assert.equal(waiting?.position, 1);
+    const waited = w.ctx.clock.now() - waiting!.sinceMs; // Asterisk's Wait, in s
+    assert.ok(waited >= 2000 && waited < 15_000, `waiting for ${waited} ms`);
+    await sleep(1500); // in the recording too: the replay's reader sees her waiting first
+    await alice.hangup();
+    await until(async () => (await w.platform.queueCalls()).length === 0, 10_000, "she left");
+    await sleep(300);
+  } finally {
+    await w.close();
+    await alice.hangup().catch(() => {});
+    if (RECORD_TO) {
+      await Deno.mkdir(RECORD_TO, { recursive: true });
+      await Deno.writeTextFile(`${RECORD_TO}/${QUEUE_RESYNC}.jsonl`, recorder.text());
+    }
+  }
 }
 
 /** The 100 ms windows of a recording, each named by the tone that fills it (or silence). */

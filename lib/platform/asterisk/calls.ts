@@ -42,6 +42,11 @@ export class CallTracker {
   readonly #bridges = new Map<string, Set<string>>();
   /** Agent legs ended while handling the current event: settled once it is handled. */
   #endedAgentLegs: Leg[] = [];
+  /**
+   * Calls waiting in a queue that joined while svc was away (`QueueStatus` after a login), by
+   * uniqueId: shown among the waiting calls until they leave, never counted (svc saw no join).
+   */
+  readonly #strayWaits = new Map<string, WaitingCall>();
   /** What svc's call control did to the calls (holds, transfers, conferences). */
   readonly control: ControlState;
 
@@ -197,9 +202,11 @@ export class CallTracker {
           this.#queueJoin(event);
           return false;
         case "QueueCallerAbandon":
+          this.#strayWaits.delete(event.get("Uniqueid") ?? "");
           this.#queueAbandon(event);
           return false;
         case "QueueCallerLeave":
+          this.#strayWaits.delete(event.get("Uniqueid") ?? "");
           this.#queueLeave(event);
           return false;
         case "HangupRequest":
@@ -245,6 +252,38 @@ export class CallTracker {
       this.#calls.delete(call.linkedId);
     }
     this.#settleAgents();
+  }
+
+  /**
+   * After a reconnection, from `QueueStatus`'s `QueueEntry` items (`linkedIds`: uniqueId →
+   * Linkedid, from `CoreShowChannels`): a call svc saw waiting that the queue no longer holds left
+   * it while svc was away, uncounted (how, svc cannot tell); one svc never saw join waits as a
+   * stray until it leaves.
+   */
+  resyncQueues(entries: AmiMessage[], linkedIds: Map<string, string>): void {
+    const waiting = new Set(entries.map((entry) => entry.get("Uniqueid") ?? ""));
+    const known = new Set<string>();
+    for (const call of this.#calls.values()) {
+      const wait = call.wait;
+      if (call.ended || wait?.joinedMs == null) continue;
+      if (waiting.has(wait.channel)) known.add(wait.channel);
+      else call.wait = null;
+    }
+    this.#strayWaits.clear();
+    const now = this.ctx.now();
+    for (const entry of entries) {
+      const uniqueId = entry.get("Uniqueid") ?? "";
+      const queue = this.ctx.dir().queueNamed(entry.get("Queue") ?? "");
+      if (!uniqueId || known.has(uniqueId) || !queue) continue;
+      this.#strayWaits.set(uniqueId, {
+        queueId: queue.id,
+        linkedId: linkedIds.get(uniqueId) || uniqueId,
+        callerNumber: entry.get("CallerIDNum") ?? "",
+        callerName: entry.get("CallerIDName") ?? "",
+        position: 0,
+        sinceMs: now - 1000 * (Number(entry.get("Wait")) || 0),
+      });
+    }
   }
 
   /** What `call_control.ts` does to the calls through. */
@@ -533,6 +572,7 @@ export class CallTracker {
 
   #hangup(event: AmiMessage): void {
     const uniqueId = event.get("Uniqueid") ?? "";
+    this.#strayWaits.delete(uniqueId);
     const channel = this.#channels.get(uniqueId);
     if (!channel) return;
     this.#channels.delete(uniqueId);
@@ -721,22 +761,25 @@ export class CallTracker {
 
   /** The calls waiting in the queues now, each queue's longest waiting first. */
   waitingCalls(): WaitingCall[] {
-    const waiting = [...this.#calls.values()]
-      .filter((call) => !call.ended && call.wait?.joinedMs != null && call.wait.leftMs == null)
-      .sort((a, b) => a.wait!.joinedMs! - b.wait!.joinedMs!);
-    const positions = new Map<number, number>();
-    return waiting.map((call) => {
-      const wait = call.wait!;
-      const position = (positions.get(wait.queueId) ?? 0) + 1;
-      positions.set(wait.queueId, position);
-      return {
+    const waiting: WaitingCall[] = [...this.#strayWaits.values()];
+    for (const call of this.#calls.values()) {
+      const wait = call.wait;
+      if (call.ended || wait?.joinedMs == null || wait.leftMs != null) continue;
+      waiting.push({
         queueId: wait.queueId,
         linkedId: call.linkedId,
         callerNumber: wait.agentSees,
         callerName: wait.callerName,
-        position,
-        sinceMs: wait.joinedMs!,
-      };
+        position: 0,
+        sinceMs: wait.joinedMs,
+      });
+    }
+    waiting.sort((a, b) => a.sinceMs - b.sinceMs);
+    const positions = new Map<number, number>();
+    return waiting.map((call) => {
+      const position = (positions.get(call.queueId) ?? 0) + 1;
+      positions.set(call.queueId, position);
+      return { ...call, position };
     });
   }
 

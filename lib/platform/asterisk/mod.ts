@@ -717,8 +717,14 @@ export class AsteriskPlatform implements Platform {
       const channels = await this.#action("CoreShowChannels");
       this.#calls.resync(new Set(channels.items.map((item) => item.get("Uniqueid") ?? "")));
       this.#handOver();
-      const members = await this.#action("QueueStatus");
-      await this.#agents.resync(members.items.filter((item) => item.event === "QueueMember"));
+      const queues = await this.#action("QueueStatus");
+      this.#calls.resyncQueues(
+        queues.items.filter((item) => item.event === "QueueEntry"),
+        new Map(
+          channels.items.map((item) => [item.get("Uniqueid") ?? "", item.get("Linkedid") ?? ""]),
+        ),
+      );
+      await this.#agents.resync(queues.items.filter((item) => item.event === "QueueMember"));
       this.#handOver();
       await this.#syncAstdb();
       this.#statusVersion++;

@@ -230,6 +230,43 @@ Deno.test("Asterisk restarted mid-way: reconnected, agents added back, calls end
   }
 });
 
+Deno.test("svc started while a call waits in a queue: QueueStatus shows it until it leaves", async () => {
+  // 31 (recorded live by svc): alice's phone dialled queue 3001 before svc logged in, then hung up
+  // the resync's queries are answered as recorded (not played by themselves): QueueStatus is read
+  const resync = new Set(["devicestatelist", "coreshowchannels", "queuestatus", "dbgettree"]);
+  const replay = await startAmiReplay({
+    connections: ["31-queue-resync"],
+    speed: 1,
+    auto: (action) => {
+      const name = action.get("Action")?.toLowerCase() ?? "";
+      return !CLIENT_DRIVEN.has(name) && !resync.has(name);
+    },
+  });
+  const a = await asteriskContext(replay.port);
+  const { w, platform } = a;
+  try {
+    const events = capture(a.ctx);
+    platform.start();
+    await platform.firstSync();
+    const waiting = await platform.queueCalls();
+    assert.deepEqual(waiting.map(({ sinceMs, ...call }) => [call, a.ctx.clock.now() - sinceMs]), [
+      [{
+        queueId: w.queue.id,
+        linkedId: "1795828198.0",
+        callerNumber: "1001",
+        callerName: "alice",
+        position: 1,
+      }, 4000], // QueueEntry's Wait: 4 (s)
+    ]);
+    await until(async () => (await platform.queueCalls()).length === 0, 5000, "she hung up");
+    // svc never saw her join: nothing is counted
+    assert.deepEqual(events.filter((event) => event.kind === "queue_call"), []);
+  } finally {
+    await a.close();
+    await replay.close();
+  }
+});
+
 Deno.test("garbled AMI input is logged and skipped: the scenario's events are unchanged", async () => {
   const scenario = SCENARIOS.find((s) => s.transcript === "02-dial-answered")!;
   const garbage = [

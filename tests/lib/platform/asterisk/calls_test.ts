@@ -91,6 +91,32 @@ Deno.test("a call svc did not place, lost with a restart, ends at the resync", a
   assert.deepEqual(calls.calls(), []);
 });
 
+Deno.test("after a reconnection QueueStatus says which calls still wait: one gone is not counted", async () => {
+  const recorded = await recordedEvents("30-queue-statistics");
+  // up to carol waiting in the queue (the second join), then the connection is lost
+  const carolJoins = recorded.findIndex((event) =>
+    event.event === "QueueCallerJoin" && event.get("CallerIDNum") === "1003"
+  );
+  const entry = (uniqueId: string) =>
+    new AmiParser({ banner: false }).push(
+      `Event: QueueEntry\r\nQueue: support\r\nPosition: 1\r\nUniqueid: ${uniqueId}\r\n` +
+        "CallerIDNum: 1003\r\nWait: 2\r\n\r\n",
+    )[0]!;
+  for (const stillThere of [true, false]) {
+    const { calls, events, w } = await tracker();
+    for (const event of recorded.slice(0, carolJoins + 1)) calls.handle(event);
+    const [carol] = calls.waitingCalls();
+    const uniqueId = recorded[carolJoins]!.get("Uniqueid")!;
+    assert.equal(carol?.queueId, w.queue.id);
+    const counted = events.filter((e) => e.kind === "queue_call").length;
+    calls.resyncQueues(stillThere ? [entry(uniqueId)] : [], new Map());
+    // still there: the same call, as svc saw it join; gone (answered while svc was away): no
+    // longer waiting, and no event, svc cannot tell how it left
+    assert.deepEqual(calls.waitingCalls(), stillThere ? [carol] : []);
+    assert.equal(events.filter((e) => e.kind === "queue_call").length, counted);
+  }
+});
+
 Deno.test("dial number through an outside route that dials a second channel: answered, then released", async () => {
   // 20: svc's dial/number for alice, seen from another AMI session; the operator's route dials
   // Local/<number>@acc-outside (a trunk's channel in production), which answers
