@@ -139,8 +139,14 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   // the store) also picks up what another process left behind, e.g. one that was killed
   services.events.start();
   services.platform.start();
+  // QueueStatistics events, at most one a second per queue whose figures changed
+  services.supervision.start();
   Deno.cron("redeliver events", "* * * * *", async () => {
     await services.events.deliverDue();
+  });
+  // supervision's day counters past the retention (also pruned when the counting starts a day)
+  Deno.cron("prune supervision days", "17 * * * *", async () => {
+    await services.supervision.prune();
   });
   // a process that died in the middle of an import leaves a journal: undo it once it is stale
   Deno.cron("undo unfinished imports", "* * * * *", async () => {
@@ -153,6 +159,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
     idle.stop();
     services.cti.close(); // open sockets would hold the shutdown
     services.feed.close();
+    services.supervision.close();
     await Promise.all([server.shutdown(), extra?.shutdown()]);
     await services.platform.close();
     await services.events.close(); // posts in flight end, the lease is given back

@@ -3,6 +3,7 @@
  * `SVC_CONFIG` (the environment wins). Every setting is parsed and validated here, once.
  */
 import { canonicalAddress } from "./ip_address.ts";
+import { type PerQueue, perQueueSetting, timeZone } from "./supervision/settings.ts";
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 
@@ -53,6 +54,14 @@ export interface Config {
   hashConcurrency: number;
   /** PBKDF2-SHA256 iterations of a new password hash. */
   hashIterations: number;
+  /** Supervision (docs/supervision.md): the time zone whose midnight starts a queue's day. */
+  supervisionTimeZone: PerQueue<string>;
+  /** Supervision: a queue's service level, seconds of waiting. */
+  supervisionServiceLevel: PerQueue<number>;
+  /** Supervision: a call abandoned within this many seconds is a short abandon. */
+  supervisionShortAbandon: number;
+  /** Supervision: days of counters kept. */
+  supervisionRetentionDays: number;
 }
 
 /** A setting with a bad value; the message names the setting and says what is wrong. */
@@ -200,6 +209,10 @@ function integerOrCores(min: number, max: number): Parser<number> {
     raw.trim() === "" ? Math.min(max, Math.max(min, navigator.hardwareConcurrency)) : parse(raw);
 }
 
+/** `default[,queue=value…]` (see `perQueueSetting`), each value read by `parse`. */
+const perQueue = <T>(fallback: string, parse: Parser<T>): Parser<PerQueue<T>> => (raw) =>
+  perQueueSetting(raw, fallback, parse);
+
 export const DEMO_KV = "./data/demo.kv";
 
 const settings = {
@@ -252,6 +265,26 @@ const settings = {
     default: "600000",
     parse: integer(100_000, 100_000_000),
     key: "hashIterations",
+  },
+  SVC_SUPERVISION_TIMEZONE: {
+    default: "UTC",
+    parse: perQueue("UTC", timeZone),
+    key: "supervisionTimeZone",
+  },
+  SVC_SUPERVISION_SERVICE_LEVEL: {
+    default: "20",
+    parse: perQueue("20", integer(1, 3600)),
+    key: "supervisionServiceLevel",
+  },
+  SVC_SUPERVISION_SHORT_ABANDON: {
+    default: "5",
+    parse: integer(0, 3600),
+    key: "supervisionShortAbandon",
+  },
+  SVC_SUPERVISION_RETENTION_DAYS: {
+    default: "35",
+    parse: integer(1, 3660),
+    key: "supervisionRetentionDays",
   },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
 

@@ -1,6 +1,6 @@
 /**
  * The demo data set (`SVC_DEMO=true`), loaded into an empty store so that the README's examples
- * work as written: alice (1001) and bob (1002) with SIP lines, a queue `sales` (3000) with the
+ * work as written: alice (1001, a supervisor) and bob (1002) with SIP lines, a queue `sales` (3000) with the
  * agent 8001, two call qualifications, a callback list with requests, and a web service user.
  */
 import { createAgent } from "./store/agents.ts";
@@ -30,6 +30,8 @@ export const DEMO_USERS = [
     username: "alice",
     password: "alice-demo",
     exten: "1001",
+    // a supervisor: her tokens hold alias.supervisor (docs/supervision.md)
+    supervision_enabled: true,
   },
   { firstname: "Bob", lastname: "Durand", username: "bob", password: "bob-demo", exten: "1002" },
 ] as const;
@@ -48,6 +50,7 @@ export const DEMO_WEBSERVICE_USER = {
     "svc.rest.events.#",
     "svc.rest.sim.#",
     "svc.rest.metrics.read",
+    "svc.rest.supervision.#",
     "confd.#",
     "agentd.#",
   ],

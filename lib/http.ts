@@ -231,6 +231,8 @@ const UNKNOWN_PATH_VALUES: Record<string, (shown: string, reason: string) => Api
   queue_id: (shown, reason) => new ApiError(400, "JsonErrorDecoding", `queue ${shown} ${reason}`),
   from: (shown, reason) => new ApiError(400, "JsonErrorDecoding", `from ${shown} ${reason}`),
   to: (shown, reason) => new ApiError(400, "JsonErrorDecoding", `to ${shown} ${reason}`),
+  queueId: (shown) => new ApiError(404, "QueueNotFound", `queue ${shown} does not exist`),
+  agentId: (shown) => new ApiError(404, "AgentNotFound", `agent ${shown} does not exist`),
 };
 
 /** The 2.0/1.0 answer to an {@link UnknownPathValue}; a name not listed is 404 `NotFound`. */

@@ -15,11 +15,17 @@ import type { Platform } from "./platform/port.ts";
 import { SimPlatform } from "./platform/sim/mod.ts";
 import { recordCalls } from "./store/call_history.ts";
 import { Store } from "./store/store.ts";
+import { Supervision } from "./supervision/mod.ts";
 
 /** What the areas share, built once per process and handed to every route module. */
 export interface Services extends CoreServices {
   /** The CTI sockets of this process. */
   cti: CtiHub;
+  /**
+   * Supervision's counting of platform events, its `QueueStatistics` (sent once `start()`ed:
+   * main.ts does it) and its pruning (docs/supervision.md).
+   */
+  supervision: Supervision;
 }
 
 /**
@@ -78,8 +84,12 @@ export async function createServices(
     feed: new EventFeed({ store, clock, logger, events }),
     cti: null as unknown as CtiHub, // the hub needs the services: set right below
     metrics: new Metrics({ store, events, platform, clock }),
+    supervision: null as unknown as Supervision, // so does supervision
   };
   services.cti = new CtiHub(services);
+  services.supervision = new Supervision(services, services.metrics.registry);
+  // after the outbox and the history (connectPlatform): the day counters of supervision
+  platform.onEvents((batch) => services.supervision.handle(batch));
   return services;
 }
 

@@ -7,7 +7,7 @@
 import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
 import { Hono, type MiddlewareHandler } from "hono";
 import * as z from "zod";
-import { CTI_USER_ALIAS } from "../lib/auth/acl.ts";
+import { ctiUserAcls } from "../lib/auth/acl.ts";
 import { authenticate, MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
 import { readToken } from "../lib/auth/guard.ts";
 import { validateCasTicket } from "../lib/auth/sso/cas.ts";
@@ -70,7 +70,7 @@ export function authRoutes(services: Services) {
       userId: String(user.id),
       login: user.username!,
       userType: "cti",
-      acls: [CTI_USER_ALIAS],
+      acls: ctiUserAcls(user),
     });
   }
 
@@ -116,7 +116,7 @@ export function authRoutes(services: Services) {
             userId: String(user.id),
             login: body.login,
             userType: "cti",
-            acls: [CTI_USER_ALIAS],
+            acls: ctiUserAcls(user),
           }),
         );
       }),
@@ -155,11 +155,15 @@ export function authRoutes(services: Services) {
         const presented = readToken(c);
         const identity = await tokens.verify(presented);
         const id = Number(identity.userId);
-        const user = identity.userType === "cti"
-          ? await getUser(store, id)
-          : await getWebServiceUser(store, id);
-        if (!user) throw new ApiError(401, "UserNotFound", "the token's user no longer exists");
-        return c.json(await tokenResult(identity, presented));
+        const gone = () => new ApiError(401, "UserNotFound", "the token's user no longer exists");
+        if (identity.userType !== "cti") {
+          if (!await getWebServiceUser(store, id)) throw gone();
+          return c.json(await tokenResult(identity, presented));
+        }
+        const user = await getUser(store, id);
+        if (!user) throw gone();
+        // a CTI user's ACLs as its record says now: supervision given or taken away since
+        return c.json(await tokenResult({ ...identity, acls: ctiUserAcls(user) }, presented));
       }),
     )
     .get(

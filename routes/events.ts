@@ -5,10 +5,10 @@
  *   dead letters; `POST /events/deadletters/retry` puts the dead letters back in the outbox.
  * - `GET /events/stream` (ACL `svc.rest.events.read`) is a Server-Sent Events stream of the events
  *   that go to `SVC_EVENT_URL`, from every process sharing the store: `id:` the event id (the
- *   `X-Svc-Event-Id` of the post), `event:` its `msgType`, `data:` the posted JSON. `?username=`
- *   keeps one user's events. A client reconnecting with `Last-Event-ID` (header, or the
- *   `lastEventId` query value) first gets the events after that id still retained (the retention,
- *   one minute at least). A comment every 15 s keeps proxies from closing an idle stream; a client
+ *   `X-Svc-Event-Id` of the post), `event:` its `msgType`, `data:` the posted JSON (supervision's
+ *   `QueueStatistics`, username "", included). `?username=` keeps one user's events. A client
+ *   reconnecting with `Last-Event-ID` (header, or the `lastEventId` query value) first gets the
+ *   events after that id still retained (the retention, one minute at least). A comment every 15 s keeps proxies from closing an idle stream; a client
  *   with more than `SVC_CTI_SEND_BUFFER` bytes unread is sent an `overflow` event and closed.
  */
 import * as z from "zod";
@@ -16,6 +16,7 @@ import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
+import type { ExportedMessage } from "../lib/events/messages.ts";
 import type { LogEntry } from "../lib/events/outbox.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
@@ -28,7 +29,7 @@ const RESUME_BATCH = 500;
 
 const encoder = new TextEncoder();
 
-const frame = ({ id, event }: LogEntry) =>
+const frame = ({ id, event }: LogEntry<ExportedMessage>) =>
   encoder.encode(`id: ${id}\nevent: ${event.message.msgType}\ndata: ${JSON.stringify(event)}\n\n`);
 
 export function eventRoutes(services: Services): Hono<AppEnv> {
@@ -120,9 +121,11 @@ function eventStream(
       };
       /** The newest retained event read on a resume: held live events up to it were sent. */
       let lastRead = resumeFrom ?? "";
-      let held: LogEntry[] | null = [];
-      const wanted = (entry: LogEntry) => username === null || entry.event.username === username;
-      unsubscribe = feed.subscribe((entries) => {
+      let held: LogEntry<ExportedMessage>[] | null = [];
+      const wanted = (entry: LogEntry<ExportedMessage>) =>
+        username === null || entry.event.username === username;
+      // every event: a supervision event (username "") too, unless one user's are asked for
+      unsubscribe = feed.subscribeAll((entries) => {
         for (const entry of entries) {
           if (!wanted(entry)) continue;
           if (held) held.push(entry);

@@ -33,6 +33,7 @@ import { metricsRoutes } from "./metrics.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
 import { openApiRoutes } from "./openapi.ts";
 import { simRoutes } from "./sim.ts";
+import { supervisionRoutes } from "./supervision.ts";
 import { xivoAuthRoutes } from "./xivo_auth.ts";
 
 /** Base path of the current API. */
@@ -68,6 +69,7 @@ export function createApp(services: Services) {
   v2.route("/", callbackRoutes(services));
   v2.route("/", eventRoutes(services));
   v2.route("/", ctiRoutes(services));
+  v2.route("/", supervisionRoutes(services));
   // the control API of the simulator; on a real PBX people pick up their phones
   if (services.sim) v2.route("/", simRoutes(services.sim, services));
 

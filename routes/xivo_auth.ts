@@ -21,7 +21,7 @@ import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { decodeJwt } from "jose";
 import * as z from "zod";
-import { CTI_USER_ALIAS, expandAcls, isAllowed } from "../lib/auth/acl.ts";
+import { ctiUserAcls, expandAcls, isAllowed } from "../lib/auth/acl.ts";
 import { authenticate } from "../lib/auth/authenticate.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
 import type { Clock } from "../lib/clock.ts";
@@ -263,7 +263,7 @@ export function xivoAuthRoutes(services: Services, noRoute: NoRouteOf) {
       userId: String(user.id),
       login: user.username!,
       userType: "cti",
-      acls: [CTI_USER_ALIAS],
+      acls: ctiUserAcls(user),
     };
     return { identity, userUuid: user.uuid };
   }

@@ -25,7 +25,7 @@
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { Store } from "../store/store.ts";
-import type { EventMessage } from "./messages.ts";
+import type { ExportedMessage } from "./messages.ts";
 import {
   addEvents,
   applyPassWrites,
@@ -101,7 +101,7 @@ export interface DeadLetterView {
   createdAt: string;
   attempts: number;
   lastError: string | null;
-  message: EventMessage["message"];
+  message: ExportedMessage["message"];
 }
 
 /** The answer of `GET /svc/api/2.0/events/deliveries`. */
@@ -120,7 +120,7 @@ export interface Deliveries {
 export const MIN_LOG_MS = 60_000;
 
 /** Told of events as soon as this process has made them durable, in publish order. */
-export type WrittenListener = (entries: LogEntry[]) => void;
+export type WrittenListener = (entries: LogEntry<ExportedMessage>[]) => void;
 
 /**
  * Events given their ids for the atomic operation of the change causing them ({@link
@@ -133,7 +133,7 @@ export interface StagedEvents {
 
 /** A publication waiting for the write running before it. */
 interface QueuedWrite {
-  messages: EventMessage[];
+  messages: ExportedMessage[];
   to: Omit<EventTargets, "writer">;
   done: PromiseWithResolvers<void>;
 }
@@ -258,7 +258,7 @@ export class EventExport {
    * are durable, after the written listeners were told, then wakes up delivery. Publications made
    * while a write runs are written together by the next one.
    */
-  async publish(messages: EventMessage[]): Promise<void> {
+  async publish(messages: ExportedMessage[]): Promise<void> {
     if (messages.length === 0) return;
     await this.#write(messages, this.#targets());
   }
@@ -277,7 +277,7 @@ export class EventExport {
    * await store.commit((op) => { staged.add(op); return op.set(key, user); });
    * events.committed(staged);
    */
-  stage(messages: EventMessage[], above: string | null = null): StagedEvents {
+  stage(messages: ExportedMessage[], above: string | null = null): StagedEvents {
     const targets = { ...this.#targets(), writer: this.#ids.suffix };
     const entries = messages.map((event) => this.#entry(event, above));
     return { entries, add: (op) => addEvents(op, entries, targets) };
@@ -313,13 +313,13 @@ export class EventExport {
   }
 
   /** A new outbox entry for `event`, under a new id (greater than `above` too, when given). */
-  #entry(event: EventMessage, above: string | null = null): OutboxEntry {
+  #entry(event: ExportedMessage, above: string | null = null): OutboxEntry {
     const { id, ms } = this.#ids.next(above);
     return { id, createdAt: ms, attempts: 0, dueAt: ms, lastError: null, event };
   }
 
   /** Writes `messages` under new ids, with the publications queued meanwhile, then wakes up delivery. */
-  async #write(messages: EventMessage[], to: Omit<EventTargets, "writer">): Promise<void> {
+  async #write(messages: ExportedMessage[], to: Omit<EventTargets, "writer">): Promise<void> {
     const done = Promise.withResolvers<void>();
     this.#queued.push({ messages, to, done });
     this.#writing ??= this.#drain();
@@ -453,7 +453,7 @@ export class EventExport {
   }
 
   /** The events of the event log still within the retention, oldest first (1.0 handshake). */
-  async retained(): Promise<EventMessage[]> {
+  async retained(): Promise<ExportedMessage[]> {
     const { store, clock, retentionMs } = this.options;
     if (retentionMs <= 0) return [];
     const logged = await loggedEvents(store, clock.now() - retentionMs);

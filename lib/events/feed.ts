@@ -9,14 +9,21 @@
  *   clocks and commits interleave), skipping what it handed on already.
  * - A client resuming (SSE `Last-Event-ID`) reads the log after its last id: the events still
  *   retained (the retention, one minute at least).
+ * - `subscribe` hands on the events of users and agents only (what a CTI socket is sent, by
+ *   username); `subscribeAll` hands on supervision events too (`QueueStatistics`, username "",
+ *   docs/supervision.md): the SSE stream, and a supervisor's socket once it asks for them.
  */
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import type { Store } from "../store/store.ts";
 import type { EventExport } from "./export.ts";
+import { type EventMessage, type ExportedMessage, isUserEvent } from "./messages.ts";
 import { idFrom, idTime, idWriter, logAfter, type LogEntry, logSignals } from "./outbox.ts";
 
-export type FeedListener = (entries: LogEntry[]) => void;
+/** Told of the users' and agents' events (see {@link EventFeed.subscribe}). */
+export type FeedListener = (entries: LogEntry<EventMessage>[]) => void;
+/** Told of every event, supervision events included (see {@link EventFeed.subscribeAll}). */
+export type FullFeedListener = (entries: LogEntry<ExportedMessage>[]) => void;
 
 /** How often the signals of other writers are read while someone listens. */
 export const POLL_MS = 100;
@@ -26,7 +33,7 @@ const RESCAN_MS = 2_000;
 const BATCH = 500;
 
 export class EventFeed {
-  readonly #listeners = new Set<FeedListener>();
+  readonly #listeners = new Set<FullFeedListener>();
   /** Other writers' signals as last read. */
   #signals = new Map<string, string>();
   /** Other writers' events handed on, by id, with their time: forgotten after `RESCAN_MS`. */
@@ -42,8 +49,24 @@ export class EventFeed {
     options.events.onWritten((entries) => this.#hand(entries));
   }
 
-  /** Adds `listener` until the answered function is called. */
+  /**
+   * Adds `listener` until the answered function is called: it is told of the events of users
+   * and agents (`PhoneEvent`, `AgentStateEvent`, `UserConfigUpdate`), not of supervision events.
+   */
   subscribe(listener: FeedListener): () => void {
+    return this.subscribeAll((entries) => {
+      const users = entries.filter((entry): entry is LogEntry<EventMessage> =>
+        isUserEvent(entry.event)
+      );
+      if (users.length) listener(users);
+    });
+  }
+
+  /**
+   * Adds `listener` until the answered function is called: it is told of every event, the
+   * supervision events (`QueueStatistics`, username "") included.
+   */
+  subscribeAll(listener: FullFeedListener): () => void {
     this.#listeners.add(listener);
     if (!this.#cancelPoll && this.options.store.location !== ":memory:") {
       // what others wrote before the first listener came is not news: start from now
@@ -57,7 +80,7 @@ export class EventFeed {
   }
 
   /** The retained events after the id `after`, oldest first, up to `limit`. */
-  async after(after: string, limit: number): Promise<LogEntry[]> {
+  async after(after: string, limit: number): Promise<LogEntry<ExportedMessage>[]> {
     const now = this.options.clock.now();
     const entries = await logAfter(this.options.store, after, limit);
     // expireIn removes keys lazily: an event older than its minute or retention is gone
@@ -76,7 +99,7 @@ export class EventFeed {
     this.#cancelPoll = null;
   }
 
-  #hand(entries: LogEntry[]): void {
+  #hand(entries: LogEntry<ExportedMessage>[]): void {
     for (const listener of this.#listeners) {
       try {
         listener(entries);
@@ -110,7 +133,7 @@ export class EventFeed {
     if (!moved) return;
     const from = this.#cursor === null ? null : idFrom(idTime(this.#cursor) - RESCAN_MS);
     let after = from;
-    const fresh: LogEntry[] = [];
+    const fresh: LogEntry<ExportedMessage>[] = [];
     for (;;) {
       const batch = await logAfter(store, after, BATCH);
       for (const entry of batch) {

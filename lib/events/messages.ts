@@ -1,6 +1,8 @@
 /**
  * The messages posted to `eventUrl` (decisions §7): every one is `{username, message}` with a
- * `msgType` of `PhoneEvent`, `AgentStateEvent` or `UserConfigUpdate`.
+ * `msgType` of `PhoneEvent`, `AgentStateEvent` or `UserConfigUpdate` (an {@link EventMessage}:
+ * one user's, or one agent's), or `QueueStatistics` (a {@link SupervisionMessage}: a queue's
+ * figures, for no user in particular: `username` "", docs/supervision.md).
  */
 import type { AgentStateEvent, PhoneEvent } from "../platform/port.ts";
 import type { UserRecord } from "../store/users.ts";
@@ -34,11 +36,43 @@ export interface UserConfigMessage {
   busyFwdDestination: string;
 }
 
-/** One exported event, as posted. */
+/**
+ * A queue's live and daily figures (docs/supervision.md), in xuc's shape: `counters` of
+ * `{statName, value}` (`WaitingCalls`, `LongestWaitTime`, `TotalNumberCallsEntered`, …).
+ */
+export interface QueueStatisticsMessage {
+  msgType: "QueueStatistics";
+  ctiMessage: {
+    queueId: number;
+    counters: { statName: string; value: number }[];
+  };
+}
+
+/** One exported event of a user (or of an agent, under its line's user), as posted. */
 export interface EventMessage {
   username: string;
   message: PhoneEventMessage | AgentStateMessage | UserConfigMessage;
 }
+
+/**
+ * One exported supervision event, as posted: for every supervisor, not one user, hence the empty
+ * `username` (no user has it). The live feed hands these only to who asks for them
+ * (`EventFeed.subscribeAll`): a CTI socket's user events stay as they were.
+ */
+export interface SupervisionMessage {
+  username: "";
+  message: QueueStatisticsMessage;
+}
+
+/** Every exported event: a user's, or a supervision event. */
+export type ExportedMessage = EventMessage | SupervisionMessage;
+
+/**
+ * True for the events of a user or an agent (`PhoneEvent`, `AgentStateEvent`,
+ * `UserConfigUpdate`), false for a supervision event.
+ */
+export const isUserEvent = (event: ExportedMessage): event is EventMessage =>
+  event.message.msgType !== "QueueStatistics";
 
 /** The message of a platform phone or agent event. */
 export function platformMessage(event: PhoneEvent | AgentStateEvent): EventMessage {

@@ -20,7 +20,7 @@
  */
 import { type LeaseTaken, releaseLeaseAt, takeLeaseAt } from "../store/lease.ts";
 import type { Store } from "../store/store.ts";
-import type { EventMessage } from "./messages.ts";
+import type { EventMessage, ExportedMessage } from "./messages.ts";
 
 /** An event waiting in the outbox, or given up on in the dead letters. */
 export interface OutboxEntry {
@@ -33,13 +33,13 @@ export interface OutboxEntry {
   dueAt: number;
   /** Why the latest post failed; null before the first failure. */
   lastError: string | null;
-  event: EventMessage;
+  event: ExportedMessage;
 }
 
 /** An event kept for the 1.0 handshake. */
 export interface LoggedEvent {
   createdAt: number;
-  event: EventMessage;
+  event: ExportedMessage;
 }
 
 export interface LastError {
@@ -185,9 +185,14 @@ export async function logSignals(store: Store): Promise<Map<string, string>> {
   return new Map(entries.map((entry) => [String(entry.key[1]), entry.versionstamp]));
 }
 
-/** An event of the event log with its id. */
-export interface LogEntry extends LoggedEvent {
+/**
+ * An event of the event log with its id: by default a user's (what a CTI socket is sent, see
+ * `EventFeed.subscribe`); `LogEntry<ExportedMessage>` for any, supervision events included.
+ */
+export interface LogEntry<M extends ExportedMessage = EventMessage> {
   id: string;
+  createdAt: number;
+  event: M;
 }
 
 /** Up to `limit` events of the event log after the id `after` (from the start when null). */
@@ -195,7 +200,7 @@ export async function logAfter(
   store: Store,
   after: string | null,
   limit: number,
-): Promise<LogEntry[]> {
+): Promise<LogEntry<ExportedMessage>[]> {
   const selector: Deno.KvListSelector = after === null
     ? { prefix: [EVENT_LOG] }
     : { prefix: [EVENT_LOG], start: [EVENT_LOG, `${after}\0`] };

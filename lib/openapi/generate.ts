@@ -130,6 +130,12 @@ function successResponse(status: number, spec: ResponseSpec): JsonSchema {
   if (spec instanceof z.ZodType) {
     return { description, content: { "application/json": mediaContent(spec, "output") } };
   }
+  if ("content" in spec) {
+    const content = Object.fromEntries(
+      Object.entries(spec.content).map(([type, schema]) => [type, mediaContent(schema, "output")]),
+    );
+    return { description: spec.description ?? description, content };
+  }
   return {
     description: spec.description ?? description,
     content: { [spec.mediaType]: mediaContent(spec.schema, "output") },

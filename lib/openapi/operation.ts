@@ -7,7 +7,7 @@
 import type { Handler, MiddlewareHandler } from "hono";
 import type * as z from "zod";
 
-/** One answer: a zod schema (JSON), `null` (no body), or another media type. */
+/** One answer: a zod schema (JSON), `null` (no body), another media type, or several. */
 export type ResponseSpec =
   | z.ZodType
   | null
@@ -15,6 +15,11 @@ export type ResponseSpec =
     /** E.g. `text/csv`; the body's schema, when JSON, else none. */
     mediaType: string;
     schema?: z.ZodType;
+    description?: string;
+  }
+  | {
+    /** Media type → the body's schema (none for other than JSON), e.g. JSON or CSV by `Accept`. */
+    content: Record<string, z.ZodType | null>;
     description?: string;
   };
 

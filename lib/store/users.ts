@@ -35,6 +35,7 @@ export interface UserRecord {
   line_type: string | null;
   enabled: boolean;
   call_permission_password: string | null;
+  /** A supervisor (docs/supervision.md): its tokens hold `alias.supervisor`; false by default. */
   supervision_enabled: boolean;
   /** Spelled so by the specification. */
   call_tranfer_enabled: boolean;
@@ -85,7 +86,8 @@ export async function buildUser(id: number, input: NewUser): Promise<UserRecord>
     line_type: null,
     enabled: true,
     call_permission_password: null,
-    supervision_enabled: true,
+    // false, where Wazo says true: in svc it makes the user a supervisor (docs/supervision.md)
+    supervision_enabled: false,
     call_tranfer_enabled: true,
     ring_seconds: 30,
     simultaneous_calls: 5,

@@ -4,7 +4,7 @@
  * naming it (decisions §2), which a 2.0 dial then sees.
  */
 import assert from "node:assert/strict";
-import type { EventMessage } from "../../lib/events/messages.ts";
+import type { ExportedMessage } from "../../lib/events/messages.ts";
 import { type CallRecord, recordCalls } from "../../lib/store/call_history.ts";
 import { isConnected } from "../../lib/store/connections.ts";
 import { getUser, type UserRecord } from "../../lib/store/users.ts";
@@ -110,7 +110,7 @@ Deno.test("POST dnd: sets the user's DND as the 2.0 route does", async (t) => {
     assert.equal(await dnd(), true);
     await expectSuccess(await post("/dnd/d/alice", { state: false }));
     assert.equal(await dnd(), false);
-    const updates = (await ctx.services.events.retained()).filter((event: EventMessage) =>
+    const updates = (await ctx.services.events.retained()).filter((event: ExportedMessage) =>
       event.message.msgType === "UserConfigUpdate"
     );
     assert.deepEqual(

@@ -12,6 +12,8 @@ import {
 } from "../../lib/events/export.ts";
 import {
   type EventMessage,
+  type ExportedMessage,
+  isUserEvent,
   platformMessage,
   userConfigMessage,
 } from "../../lib/events/messages.ts";
@@ -477,8 +479,10 @@ Deno.test("a user changed through two processes: the events keep the order of th
       for (const [deps, enabled] of [[viaA, true], [viaB, false], [viaA, true], [viaB, false]]) {
         await setDnd(deps as typeof viaA, alice.id, enabled as boolean);
       }
-      const dnd = (events: EventMessage[]) =>
-        of(events, "alice").map((event) => (event.message as { dndEnabled: boolean }).dndEnabled);
+      const dnd = (events: ExportedMessage[]) =>
+        of(events.filter(isUserEvent), "alice").map((event) =>
+          (event.message as { dndEnabled: boolean }).dndEnabled
+        );
       assert.deepEqual(dnd(await ctx.services.events.retained()), [true, false, true, false]);
       await ctx.services.events.deliverDue();
       assert.deepEqual(dnd(target.events()), [true, false, true, false]);

@@ -46,7 +46,7 @@ async function fixture(): Promise<Fixture> {
 
 /** The `UserConfigUpdate` messages published so far, oldest first. */
 async function configUpdates(ctx: TestContext): Promise<EventMessage[]> {
-  return (await ctx.services.events.retained()).filter((event) =>
+  return (await ctx.services.events.retained()).filter((event): event is EventMessage =>
     event.message.msgType === "UserConfigUpdate"
   );
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { base64url, decodeJwt, exportJWK, generateKeyPair, SignJWT } from "jose";
 import { KEYS_COOLDOWN_MS, KEYS_MAX_AGE_MS } from "../../lib/auth/sso/oidc.ts";
+import { createUser } from "../../lib/store/users.ts";
 import {
   bearer,
   closedPort,
@@ -84,6 +85,29 @@ Deno.test("GET /auth/oidc against a real OpenID Connect provider", async (t) => 
       const checked = await ctx.app.request(CHECK, { headers: bearer(issued) });
       await expectLoggedIn(checked, "alice");
     });
+
+    await t.step(
+      "a supervisor's token holds alias.supervisor, as after a password login",
+      async () => {
+        const ctx = await appFor(peer);
+        await createUser(ctx.services.store, {
+          firstname: "Sam",
+          username: "sam",
+          password: "sam-pw",
+          supervision_enabled: true,
+        });
+        const issued = await expectLoggedIn(
+          await withToken(ctx, await peer.accessToken({ login: "sam" })),
+          "sam",
+        );
+        assert.deepEqual(decodeJwt(issued).acls, ["alias.ctiuser", "alias.supervisor"]);
+        const alice = await expectLoggedIn(
+          await withToken(ctx, await peer.accessToken({ login: "alice" })),
+          "alice",
+        );
+        assert.deepEqual(decodeJwt(alice).acls, ["alias.ctiuser"]);
+      },
+    );
 
     await t.step("the login claim is configurable", async () => {
       const ctx = await appFor(peer, { SVC_OIDC_LOGIN_CLAIM: "uid" });

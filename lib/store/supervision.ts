@@ -1,0 +1,212 @@
+/**
+ * The store layout of supervision (docs/supervision.md); the only module that knows its keys:
+ *
+ * - `["supervision_day", day, "queue" | "agent", id, stat]` → `Deno.KvU64`: one counter of one
+ *   queue or agent on one day (`YYYY-MM-DD`, in the queue's time zone; agents: the default one).
+ *   Counters only grow, by atomic `sum` (or `max`) mutations, so writers never lose an update,
+ *   whichever process writes. Days sort as text, so a range of days is one range of keys.
+ * - `["supervision_agent", agentId]` → {@link AgentMark}: the state an agent was last seen
+ *   entering, and since when, as the counting saw it: when its next state comes, the time spent
+ *   in this one (a pause, a login) is added to the counters of the days it spans.
+ *
+ * Days older than the retention are deleted by {@link pruneDaysBefore}.
+ */
+import type { AgentStateName } from "../platform/port.ts";
+import type { Store } from "./store.ts";
+
+const DAY = "supervision_day";
+const MARK = "supervision_agent";
+
+/** A queue's counters of a day. */
+export const QUEUE_STATS = [
+  /** Calls that joined the queue. */
+  "entered",
+  /** Calls an agent answered. */
+  "answered",
+  /** Calls whose caller hung up while waiting. */
+  "abandoned",
+  /** Of those, the ones that waited less than the short-abandon seconds. */
+  "abandoned_short",
+  /** Calls that left on the queue's timeout. */
+  "timeout",
+  /** Answered calls that waited at most the service level. */
+  "answered_in_sl",
+  /** The waits of the answered calls, ms, summed. */
+  "wait_ms",
+  /** The longest wait of an answered call, ms. */
+  "wait_max_ms",
+  /** The talk times of the calls completed (the agent hung up or was hung up on), ms, summed. */
+  "talk_ms",
+  /** The calls completed. */
+  "talk_calls",
+] as const;
+
+/** An agent's counters of a day. */
+export const AGENT_STATS = [
+  /** Queue calls the agent answered. */
+  "answered",
+  /** Queue calls that rang the agent and that it did not answer. */
+  "missed",
+  /** Time on queue calls, ms. */
+  "talk_ms",
+  /** Time in `AgentOnPause`, ms. */
+  "pause_ms",
+  /** Time logged in, ms. */
+  "login_ms",
+] as const;
+
+export type QueueStat = typeof QUEUE_STATS[number];
+export type AgentStat = typeof AGENT_STATS[number];
+
+/** One change of a counter: `add` to it, or raise it to `max`. */
+export type CounterChange =
+  & { day: string; op: "add" | "max"; value: number }
+  & ({ kind: "queue"; id: number; stat: QueueStat } | {
+    kind: "agent";
+    id: number;
+    stat: AgentStat;
+  });
+
+/** The counters of one queue or agent on one day; a counter never written reads 0. */
+export interface DayCounters<S extends string> {
+  day: string;
+  id: number;
+  counters: Record<S, number>;
+}
+
+/** Every counter of some days. */
+export interface CountersRead {
+  queues: DayCounters<QueueStat>[];
+  agents: DayCounters<AgentStat>[];
+}
+
+/** The state an agent was last seen entering by the counting, since when, and its login. */
+export interface AgentMark {
+  state: AgentStateName;
+  sinceMs: number;
+  /** When it logged in; null when logged out. */
+  loggedSinceMs: number | null;
+}
+
+const counterKey = (change: CounterChange): Deno.KvKey => [
+  DAY,
+  change.day,
+  change.kind,
+  change.id,
+  change.stat,
+];
+const markKey = (agentId: number): Deno.KvKey => [MARK, agentId];
+
+/** Mutations per commit: Deno KV takes 1,000 at most (a mark and its check go beside them). */
+const CHUNK = 500;
+
+/**
+ * Puts `changes` in `op` (at most a few hundred: see {@link addCounters} for more). A value is
+ * rounded to a whole number and a negative one is taken as 0.
+ */
+export function counterMutations(op: Deno.AtomicOperation, changes: CounterChange[]): void {
+  for (const change of changes) {
+    const value = BigInt(Math.max(0, Math.round(change.value)));
+    if (change.op === "add") op.sum(counterKey(change), value);
+    else op.max(counterKey(change), value);
+  }
+}
+
+/**
+ * Applies `changes` to the counters in atomic commits (each a whole set of mutations: a commit
+ * that fails changed nothing).
+ *
+ * @example
+ * await addCounters(store, [{ day: "2026-01-01", kind: "queue", id: 1, stat: "entered", op: "add", value: 1 }]);
+ */
+export async function addCounters(store: Store, changes: CounterChange[]): Promise<void> {
+  for (let start = 0; start < changes.length; start += CHUNK) {
+    const chunk = changes.slice(start, start + CHUNK);
+    await store.commit((op) => {
+      counterMutations(op, chunk);
+      return op;
+    });
+  }
+}
+
+/**
+ * Every counter of the days `from` to `to` (both included), by day then id; counters never
+ * written read 0.
+ */
+export async function readCounters(store: Store, from: string, to: string): Promise<CountersRead> {
+  // "\uffff" after a day sorts after every key of that day
+  const entries = await store.list<Deno.KvU64>({ start: [DAY, from], end: [DAY, `${to}\uffff`] });
+  const queues = new Map<string, DayCounters<QueueStat>>();
+  const agents = new Map<string, DayCounters<AgentStat>>();
+  for (const { key, value } of entries) {
+    const [, day, kind, id, stat] = key as [string, string, string, number, string];
+    if (!(value instanceof Deno.KvU64)) continue;
+    if (kind === "queue" && (QUEUE_STATS as readonly string[]).includes(stat)) {
+      const row = queues.get(`${day}/${id}`) ??
+        { day, id, counters: zeros(QUEUE_STATS) };
+      queues.set(`${day}/${id}`, row);
+      row.counters[stat as QueueStat] = Number(value.value);
+    } else if (kind === "agent" && (AGENT_STATS as readonly string[]).includes(stat)) {
+      const row = agents.get(`${day}/${id}`) ?? { day, id, counters: zeros(AGENT_STATS) };
+      agents.set(`${day}/${id}`, row);
+      row.counters[stat as AgentStat] = Number(value.value);
+    }
+  }
+  const order = <S extends string>(a: DayCounters<S>, b: DayCounters<S>) =>
+    a.day === b.day ? a.id - b.id : a.day < b.day ? -1 : 1;
+  return { queues: [...queues.values()].sort(order), agents: [...agents.values()].sort(order) };
+}
+
+/** Every stat of `stats` at 0. */
+export function zeros<S extends string>(stats: readonly S[]): Record<S, number> {
+  return Object.fromEntries(stats.map((stat) => [stat, 0])) as Record<S, number>;
+}
+
+/** The agent's mark with its versionstamp (null, null when it has none). */
+export async function getAgentMark(
+  store: Store,
+  agentId: number,
+): Promise<{ mark: AgentMark | null; versionstamp: string | null }> {
+  const entry = await store.get<AgentMark>(markKey(agentId));
+  return { mark: entry.value, versionstamp: entry.versionstamp };
+}
+
+/** Every agent's mark, by agent id. */
+export async function listAgentMarks(store: Store): Promise<Map<number, AgentMark>> {
+  const entries = await store.list<AgentMark>({ prefix: [MARK] });
+  return new Map(entries.map((entry) => [Number(entry.key[1]), entry.value]));
+}
+
+/**
+ * Writes the agent's new mark with the counter changes its state change brings, in one commit
+ * checked against the mark as it was read (`versionstamp`); answers false when it moved meanwhile
+ * (nothing was written: read it again).
+ */
+export async function markAgent(
+  store: Store,
+  agentId: number,
+  versionstamp: string | null,
+  mark: AgentMark,
+  changes: CounterChange[],
+): Promise<boolean> {
+  const result = await store.commit((op) => {
+    op.check({ key: markKey(agentId), versionstamp });
+    counterMutations(op, changes);
+    return op.set(markKey(agentId), mark);
+  });
+  return result.ok;
+}
+
+/** Deletes the counters of the days before `day`; answers how many counters went. */
+export async function pruneDaysBefore(store: Store, day: string): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const entries = await store.list({ prefix: [DAY], end: [DAY, day] }, { limit: CHUNK });
+    if (entries.length === 0) return deleted;
+    await store.commit((op) => {
+      for (const { key } of entries) op.delete(key);
+      return op;
+    });
+    deleted += entries.length;
+  }
+}

@@ -1,0 +1,223 @@
+/**
+ * Agents as supervision shows them (docs/supervision.md): what each is doing now, read from the
+ * platform (any process answers: every one follows the PBX), and its counters since midnight
+ * (the default time zone's) from the store, plus what is still going on (a login, a pause, a
+ * call in progress) up to now.
+ *
+ * What an agent is doing: `logged_out`; `ready`; `ringing` (a queue call, or an incoming call on
+ * its line); `on_call` (`call`: `queue`, or for a call on its line outside the queues `incoming`
+ * or `outgoing`); `wrapup`; `paused` (with its reason). A call outside the queues shows over
+ * `ready` and `paused` (the agent stays paused: `paused` tells).
+ */
+import * as z from "zod";
+import type { CoreServices } from "../core_services.ts";
+import type { LiveCall } from "../platform/call_control.ts";
+import type { AgentPresence, AgentStateName } from "../platform/port.ts";
+import { type AgentRecord, listAgents } from "../store/agents.ts";
+import { findExtension } from "../store/extensions.ts";
+import { listQueues, membershipsOf } from "../store/queues.ts";
+import {
+  AGENT_STATS,
+  type AgentMark,
+  listAgentMarks,
+  readCounters,
+  zeros,
+} from "../store/supervision.ts";
+import { agentZone, supervisionSettings } from "./counting.ts";
+import { AGENT_DAY, agentDayFigures, iso } from "./day_figures.ts";
+import { dayOf, dayStart } from "./days.ts";
+
+export const ACTIVITIES = [
+  "logged_out",
+  "ready",
+  "ringing",
+  "on_call",
+  "wrapup",
+  "paused",
+] as const;
+export type Activity = typeof ACTIVITIES[number];
+export type CallKind = "queue" | "incoming" | "outgoing";
+
+/** What an agent is doing now. */
+export interface AgentLive {
+  agentId: number;
+  activity: Activity;
+  /** The call it is on or rung for; null for none. */
+  call: CallKind | null;
+  /** When it started doing it (ms); null when the platform cannot tell. */
+  sinceMs: number | null;
+  paused: boolean;
+  pausedReason: string | null;
+  extension: string | null;
+  context: string | null;
+  loggedSinceMs: number | null;
+  /** Its platform state and since when (for the time spent in it so far). */
+  state: AgentStateName;
+  stateSinceMs: number | null;
+}
+
+const ACTIVITY_OF: Record<AgentStateName, Activity> = {
+  AgentLoggedOut: "logged_out",
+  AgentReady: "ready",
+  AgentRinging: "ringing",
+  AgentOnCall: "on_call",
+  AgentOnWrapup: "wrapup",
+  AgentOnPause: "paused",
+};
+
+/**
+ * What each of `agentList` is doing now, by id: its presence, the calls on the line it is logged
+ * on, and its mark (the counting's view of its state: used for since when, when it agrees).
+ */
+export async function agentsLive(
+  services: CoreServices,
+  agentList: AgentRecord[],
+  marks?: Map<number, AgentMark>,
+): Promise<Map<number, AgentLive>> {
+  const { platform, store } = services;
+  const [presences, calls, knownMarks] = await Promise.all([
+    Promise.all(agentList.map((agent) => platform.agentPresence(agent.id))),
+    platform.liveCalls(),
+    marks ?? listAgentMarks(store),
+  ]);
+  // the line each logged agent is on: its calls outside the queues are that line's
+  const lineIds = await Promise.all(
+    presences.map(async (presence) =>
+      presence.logged && presence.extension !== null && presence.context !== null
+        ? (await findExtension(store, presence.extension, presence.context))?.line_id ?? null
+        : null
+    ),
+  );
+  const live = new Map<number, AgentLive>();
+  presences.forEach((presence, i) => {
+    const lineId = lineIds[i];
+    const onLine = lineId == null ? [] : calls.filter((call) => call.lineId === lineId);
+    live.set(presence.agentId, liveOf(presence, knownMarks.get(presence.agentId), onLine));
+  });
+  return live;
+}
+
+function liveOf(
+  presence: AgentPresence,
+  mark: AgentMark | undefined,
+  calls: LiveCall[],
+): AgentLive {
+  const logged = presence.logged;
+  // the counting's mark tells the same boundaries the counters were cut at, when it agrees
+  const agrees = mark !== undefined && mark.state === presence.state;
+  const stateSinceMs = agrees ? mark.sinceMs : presence.sinceMs;
+  const loggedSinceMs = !logged
+    ? null
+    : agrees && mark.loggedSinceMs !== null
+    ? mark.loggedSinceMs
+    : presence.loggedSinceMs;
+  const base: AgentLive = {
+    agentId: presence.agentId,
+    activity: ACTIVITY_OF[presence.state],
+    call: presence.state === "AgentRinging" || presence.state === "AgentOnCall" ? "queue" : null,
+    sinceMs: stateSinceMs,
+    paused: logged && presence.paused,
+    pausedReason: logged ? presence.pausedReason : null,
+    extension: logged ? presence.extension : null,
+    context: logged ? presence.context : null,
+    loggedSinceMs,
+    state: presence.state,
+    stateSinceMs,
+  };
+  if (presence.state !== "AgentReady" && presence.state !== "AgentOnPause") return base;
+  // a call outside the queues: dialling out or talking, else ringing in
+  const outgoing = calls.find((call) => call.isCaller);
+  const talking = calls.find((call) => call.state === "up");
+  const ringing = calls.find((call) => call.state === "ringing");
+  const call = outgoing ?? talking ?? ringing;
+  if (!call) return base;
+  return {
+    ...base,
+    activity: call === ringing && !outgoing && !talking ? "ringing" : "on_call",
+    call: call.isCaller ? "outgoing" : "incoming",
+    sinceMs: call.answeredMs ?? call.createdMs,
+  };
+}
+
+/** An agent as `GET /supervision/agents` shows it. */
+export const AGENT_FIGURES = z.object({
+  id: z.int(),
+  number: z.string(),
+  firstname: z.string().nullable(),
+  lastname: z.string().nullable(),
+  state: z.enum(ACTIVITIES),
+  call: z.enum(["queue", "incoming", "outgoing"]).nullable().meta({
+    description: "The call it is on or rung for",
+  }),
+  since: z.string().nullable().meta({
+    description: "When it entered its state (ISO 8601 UTC), null when unknown",
+  }),
+  paused: z.boolean(),
+  pausedReason: z.string().nullable(),
+  extension: z.string().nullable(),
+  loggedSince: z.string().nullable().meta({ description: "When it logged in (ISO 8601 UTC)" }),
+  queues: z.array(z.object({ id: z.int(), name: z.string(), penalty: z.int() })),
+  today: AGENT_DAY.extend({
+    day: z.string().meta({ description: "YYYY-MM-DD in the default time zone" }),
+  }),
+});
+
+export type AgentFigures = z.infer<typeof AGENT_FIGURES>;
+
+/**
+ * Every agent (or those of the queues `queueIds`), in id order: what it does now, its queues,
+ * and its figures since midnight (the default time zone's).
+ *
+ * @example
+ * const agents = await agentFigures(services);
+ */
+export async function agentFigures(
+  services: CoreServices,
+  queueIds?: number[],
+): Promise<AgentFigures[]> {
+  const { store, clock, config } = services;
+  const now = clock.now();
+  const zone = agentZone(supervisionSettings(config));
+  const day = dayOf(now, zone);
+  const midnight = dayStart(day, zone);
+  const [agentList, queueList, counters] = await Promise.all([
+    listAgents(store),
+    listQueues(store),
+    readCounters(store, day, day),
+  ]);
+  const wanted = queueIds === undefined
+    ? agentList
+    : agentList.filter((agent) =>
+      membershipsOf(queueList, agent.id).some((queue) => queueIds.includes(queue.id))
+    );
+  const live = await agentsLive(services, wanted);
+  const byAgent = new Map(counters.agents.map((row) => [row.id, row.counters]));
+  const upToNow = (fromMs: number | null) =>
+    fromMs === null ? 0 : Math.max(0, now - Math.max(fromMs, midnight));
+  return wanted.map((agent) => {
+    const now = live.get(agent.id)!;
+    const inState = (state: AgentStateName) => now.state === state ? upToNow(now.stateSinceMs) : 0;
+    return {
+      id: agent.id,
+      number: agent.number,
+      firstname: agent.firstname,
+      lastname: agent.lastname,
+      state: now.activity,
+      call: now.call,
+      since: iso(now.sinceMs),
+      paused: now.paused,
+      pausedReason: now.pausedReason,
+      extension: now.extension,
+      loggedSince: iso(now.loggedSinceMs),
+      queues: membershipsOf(queueList, agent.id),
+      today: {
+        day,
+        ...agentDayFigures(byAgent.get(agent.id) ?? zeros(AGENT_STATS), {
+          talkMs: inState("AgentOnCall"),
+          pauseMs: inState("AgentOnPause"),
+          loginMs: upToNow(now.loggedSinceMs),
+        }),
+      },
+    };
+  });
+}

@@ -1,0 +1,146 @@
+/**
+ * Queues as supervision shows them (docs/supervision.md): live figures read from the platform
+ * (the calls waiting, what the member agents are doing) and the counters since midnight in the
+ * queue's time zone from the store; the calls waiting in one queue.
+ */
+import * as z from "zod";
+import type { CoreServices } from "../core_services.ts";
+import type { WaitingCall } from "../platform/port.ts";
+import { listAgents } from "../store/agents.ts";
+import { getQueue, listQueues, type QueueRecord } from "../store/queues.ts";
+import {
+  type DayCounters,
+  QUEUE_STATS,
+  type QueueStat,
+  readCounters,
+  zeros,
+} from "../store/supervision.ts";
+import { type Activity, agentsLive } from "./agents.ts";
+import { supervisionSettings } from "./counting.ts";
+import { iso, QUEUE_DAY, queueDayFigures } from "./day_figures.ts";
+import { dayOf } from "./days.ts";
+import { forQueue } from "./settings.ts";
+
+/** A queue as `GET /supervision/queues` shows it. */
+export const QUEUE_FIGURES = z.object({
+  id: z.int(),
+  name: z.string(),
+  displayName: z.string().nullable(),
+  number: z.string().nullable(),
+  timeZone: z.string().meta({ description: "Whose midnight starts the queue's day" }),
+  serviceLevelSeconds: z.int(),
+  waitingCalls: z.int().meta({ description: "Calls waiting now" }),
+  longestWaitSeconds: z.int().meta({ description: "How long the longest waiting call has waited" }),
+  agents: z.object({
+    members: z.int().meta({ description: "Agents of the queue" }),
+    logged: z.int(),
+    ready: z.int(),
+    ringing: z.int(),
+    onCall: z.int(),
+    wrapup: z.int(),
+    paused: z.int(),
+  }).meta({ description: "What the queue's agents are doing now" }),
+  today: QUEUE_DAY.extend({
+    day: z.string().meta({ description: "YYYY-MM-DD in the queue's time zone" }),
+  }),
+});
+
+export type QueueFigures = z.infer<typeof QUEUE_FIGURES>;
+
+/**
+ * The figures of every queue (or of those of `ids` that exist), in id order.
+ *
+ * @example
+ * const [sales] = await queueFigures(services, [1]);
+ */
+export async function queueFigures(
+  services: CoreServices,
+  ids?: number[],
+): Promise<QueueFigures[]> {
+  const { store, platform, clock, config } = services;
+  const settings = supervisionSettings(config);
+  const now = clock.now();
+  const all = await listQueues(store);
+  const queueList = ids === undefined ? all : all.filter((queue) => ids.includes(queue.id));
+  if (queueList.length === 0) return [];
+  const zoneOf = (queue: QueueRecord) => forQueue(settings.timeZone, queue.name);
+  const days = [...new Set(queueList.map((queue) => dayOf(now, zoneOf(queue))))].sort();
+  const memberIds = new Set(queueList.flatMap((queue) => queue.members.map((m) => m.agent_id)));
+  const [waiting, counters, agentList] = await Promise.all([
+    platform.queueCalls(),
+    readCounters(store, days[0]!, days.at(-1)!),
+    listAgents(store),
+  ]);
+  const live = await agentsLive(services, agentList.filter((agent) => memberIds.has(agent.id)));
+  const countersOf = new Map(counters.queues.map((row) => [`${row.day}/${row.id}`, row]));
+  return queueList.map((queue) => {
+    const day = dayOf(now, zoneOf(queue));
+    const calls = waiting.filter((call) => call.queueId === queue.id);
+    const activities = queue.members.flatMap((member) => {
+      const activity = live.get(member.agent_id)?.activity;
+      return activity ? [activity] : [];
+    });
+    const count = (activity: Activity) => activities.filter((each) => each === activity).length;
+    const row: DayCounters<QueueStat> | undefined = countersOf.get(`${day}/${queue.id}`);
+    return {
+      id: queue.id,
+      name: queue.name,
+      displayName: queue.display_name,
+      number: queue.number,
+      timeZone: zoneOf(queue),
+      serviceLevelSeconds: forQueue(settings.serviceLevelSeconds, queue.name),
+      waitingCalls: calls.length,
+      longestWaitSeconds: calls.length
+        ? Math.max(0, Math.floor((now - Math.min(...calls.map((call) => call.sinceMs))) / 1000))
+        : 0,
+      agents: {
+        members: queue.members.length,
+        logged: activities.length - count("logged_out"),
+        ready: count("ready"),
+        ringing: count("ringing"),
+        onCall: count("on_call"),
+        wrapup: count("wrapup"),
+        paused: count("paused"),
+      },
+      today: { day, ...queueDayFigures(row?.counters ?? zeros(QUEUE_STATS)) },
+    };
+  });
+}
+
+/** A call waiting in a queue, as `GET /supervision/queues/{id}/calls` shows it. */
+export const WAITING_CALL = z.object({
+  position: z.int().meta({ description: "Its place in the queue, from 1" }),
+  callerNumber: z.string(),
+  callerName: z.string(),
+  waitingSince: z.string().meta({ description: "When it joined the queue (ISO 8601 UTC)" }),
+  waitSeconds: z.int(),
+  linkedId: z.string(),
+});
+
+export type WaitingCallFigures = z.infer<typeof WAITING_CALL>;
+
+/**
+ * The calls waiting in queue `queueId` now, in order; null when there is no such queue.
+ *
+ * @example
+ * const calls = await waitingCalls(services, 1);
+ */
+export async function waitingCalls(
+  services: CoreServices,
+  queueId: number,
+): Promise<WaitingCallFigures[] | null> {
+  const { store, platform, clock } = services;
+  if (!await getQueue(store, queueId)) return null;
+  const now = clock.now();
+  return (await platform.queueCalls())
+    .filter((call) => call.queueId === queueId)
+    .sort((a, b) => a.position - b.position)
+    .map((call: WaitingCall) => ({
+      position: call.position,
+      callerNumber: call.callerNumber,
+      callerName: call.callerName,
+      waitingSince: iso(call.sinceMs)!,
+      waitSeconds: Math.max(0, Math.floor((now - call.sinceMs) / 1000)),
+      linkedId: call.linkedId,
+    }));
+}
