@@ -250,10 +250,11 @@ function planRow(line: number, row: Row, refs: Awaited<ReturnType<typeof referen
   }
   const context = row.context || null;
   const exten = row.exten || null;
-  if ((context || exten || row.sip_username || row.sip_secret) && !protocol) {
-    errors.add("line_protocol", "A line needs a protocol.");
+  // a context without protocol is a line without endpoint, as svc's export writes one
+  if ((row.sip_username || row.sip_secret) && !protocol) {
+    errors.add("line_protocol", "SIP columns need line_protocol sip.");
   }
-  if (protocol && !context) errors.add("context", "A line needs a context.");
+  if ((protocol || exten) && !context) errors.add("context", "A line needs a context.");
   const contextRecord = context ? refs.contexts.get(context) : undefined;
   if (context && !contextRecord) {
     errors.add("context", `Context was not found ('name': '${context}')`);
@@ -378,7 +379,7 @@ async function buildRecords(
     store,
     new Map<{ name: string }, number>([
       [users, plans.length],
-      [lines, count((p) => p.protocol !== null)],
+      [lines, count((p) => p.context !== null)],
       [sipEndpoints, count((p) => p.protocol === "sip")],
       [sccpEndpoints, count((p) => p.protocol === "sccp")],
       [extensions, count((p) => p.exten !== null)],
@@ -410,7 +411,7 @@ async function buildRecords(
     };
     const add = (collection: { name: string }, record: { id: number | string }) =>
       items.push({ item: { collection: collection as never, record }, row });
-    if (plan.protocol && plan.context) {
+    if (plan.context) {
       const line: LineRecord = {
         id: take(lines),
         name: draw(names, newLineName),
@@ -441,7 +442,7 @@ async function buildRecords(
         line.endpoint = { type: "sip", id: sip.id };
         result.endpoint_sip_id = sip.id;
         add(sipEndpoints, sip);
-      } else {
+      } else if (plan.protocol === "sccp") {
         const sccp: SccpEndpointRecord = { id: take(sccpEndpoints), options: [], line_id: line.id };
         line.endpoint = { type: "sccp", id: sccp.id };
         result.endpoint_sccp_id = sccp.id;

@@ -251,6 +251,88 @@ Deno.test("GET /1.1/users/export, and export then import into an empty store", a
   });
 });
 
+Deno.test("export → import → export gives the same bytes for every kind of user", async () => {
+  const ctx = await setup();
+  const api = await withPermissions(ctx);
+  const created = async (path: string, body: unknown) =>
+    (await api.create(path, body)).id as number;
+  const link = async (path: string) => {
+    const response = await api.put(path);
+    assert.equal(response.status, 204, `${path}: ${await response.text()}`);
+  };
+  /** A user with a line in `default`: its endpoint (or none), its extension (or none). */
+  const withLine = async (name: string, endpoint: string | null, exten: string | null) => {
+    const user = await created("/users", { firstname: name, username: name.toLowerCase() });
+    const line = await created("/lines", { context: "default" });
+    if (endpoint) {
+      const body = endpoint === "custom" ? { interface: `dahdi/${name}` } : {};
+      await link(
+        `/lines/${line}/endpoints/${endpoint}/${await created(`/endpoints/${endpoint}`, body)}`,
+      );
+    }
+    if (exten) {
+      await link(
+        `/lines/${line}/extensions/${await created("/extensions", { exten, context: "default" })}`,
+      );
+    }
+    await link(`/users/${user}/lines/${line}`);
+    return user;
+  };
+  await created("/users", {
+    firstname: "Nolan",
+    lastname: "No line",
+    mobile_phone_number: "+33600",
+  });
+  const sip = await withLine("Sipa", "sip", "1001");
+  await withLine("Sipnoext", "sip", null);
+  await withLine("Sccp", "sccp", "1002");
+  // found by wazo-confd-client's import_csv of another svc's export: a line with no endpoint
+  await withLine("Bare", null, "1003");
+  await withLine("Barenoext", null, null);
+  await withLine("Custom", "custom", "1004"); // exported without line, as Wazo's export does
+  const voicemailOnly = await created("/users", { firstname: "Vmonly" });
+  const voicemail = await created("/voicemails", {
+    name: "VM",
+    number: "2001",
+    context: "default",
+  });
+  await link(`/users/${voicemailOnly}/voicemails/${voicemail}`);
+  await link(`/users/${sip}/callpermissions/1`);
+  const twoLines = await withLine("Twolines", "sip", "1005");
+  const second = await created("/lines", { context: "default" });
+  await link(`/users/${twoLines}/lines/${second}`);
+
+  const exported = await (await exportCsv(api)).text();
+  const other = await setup();
+  const otherApi = await withPermissions(other);
+  const response = await csvRequest(otherApi, "POST", exported);
+  assert.equal(response.status, 201, await response.clone().text());
+  const rows = (await response.json()).created as Record<string, unknown>[];
+  // the bare line is a line again, with its extension and no endpoint
+  const bare = rows[4]!;
+  assert.ok(typeof bare.line_id === "number" && typeof bare.extension_id === "number");
+  assert.equal(bare.endpoint_sip_id ?? bare.endpoint_sccp_id ?? null, null);
+  const line = await (await otherApi.get(`/lines/${bare.line_id}`)).json();
+  assert.deepEqual([line.protocol, line.context], [null, "default"]);
+  assert.equal(await (await exportCsv(otherApi)).text(), exported);
+});
+
+Deno.test("a row's line columns without what they need: its protocol for SIP, a context", async () => {
+  const api = await withPermissions(await setup());
+  const csv = [
+    HEADER,
+    "Sip,Alone,,,,,default,,sipuser,,,",
+    "Exten,Alone,,,,,,1010,,,,",
+    "Bare,Line,,,,,default,1011,,,,",
+  ].join("\n");
+  const response = await csvRequest(api, "POST", csv);
+  assert.equal(response.status, 400);
+  assert.deepEqual(await response.json(), [
+    "Line 2: Input Error - field 'line_protocol': SIP columns need line_protocol sip.",
+    "Line 3: Input Error - field 'context': A line needs a context.",
+  ]);
+});
+
 Deno.test("PUT /1.1/users/import updates users by uuid", async (t) => {
   const ctx = await setup();
   const api = await withPermissions(ctx);
