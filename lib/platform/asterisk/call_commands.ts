@@ -42,6 +42,10 @@ export interface CommandsContext {
   recordingsDir: string;
 }
 
+/** How long a bridge with a channel still leaving its last one is tried again, and how often. */
+const BRIDGE_RETRY_MS = 3_000;
+const BRIDGE_RETRY_STEP_MS = 50;
+
 const refuse = (reason: string, message: string) => new PlatformRefusal(reason, message);
 
 export class CallCommands {
@@ -362,7 +366,25 @@ export class CallCommands {
     const to = this.#channel(transfer.transferred);
     await this.#announce("SvcTransferEnd", { Initiator: id, Outcome: "cancel" });
     await this.#act("Redirect", at("", from, WAIT_CONTEXT, "s"));
-    await this.#act("Bridge", { Channel1: from, Channel2: to });
+    await this.#bridgeOnceLeft(from, to);
+  }
+
+  /**
+   * Bridges `from` (just redirected out of a bridge) with `to`. Asterisk runs a Redirect
+   * asynchronously and refuses to bridge a channel still leaving its bridge ("Unable to add
+   * Channel1"), so that refusal is tried again for up to {@link BRIDGE_RETRY_MS}.
+   */
+  async #bridgeOnceLeft(from: string, to: string): Promise<void> {
+    const fields = { Channel1: from, Channel2: to };
+    for (let waited = 0;; waited += BRIDGE_RETRY_STEP_MS) {
+      const response = await this.ctx.action("Bridge", fields);
+      if (response.ok) return;
+      const leaving = /Unable to add Channel1/i.test(response.message.get("Message") ?? "");
+      if (!leaving || waited >= BRIDGE_RETRY_MS) {
+        throw refuse("pbx_refused", pbxMessage("Bridge", response));
+      }
+      await new Promise((resolve) => setTimeout(resolve, BRIDGE_RETRY_STEP_MS));
+    }
   }
 
   // --- conferences ------------------------------------------------------------------------------

@@ -356,6 +356,74 @@ Deno.test("transfers and a conference: the actions sent", async (s) => {
   }
 });
 
+Deno.test("a cancelled transfer: the bridge back tried again while Asterisk says the initiator is still leaving its consultation", async (s) => {
+  /** bob consults carol about the trunk's call (the events of session 22). */
+  const consulting = async () => {
+    const a = await trunkCallsBob(true);
+    await a.platform.startTransfer({
+      flow: "attended",
+      initiatorCallId: BOB.Uniqueid,
+      transferredCallId: TRUNK.Uniqueid,
+      exten: "1003",
+      context: "default",
+      timeoutMs: null,
+    });
+    await a.play(
+      {
+        Event: "UserEvent",
+        UserEvent: "SvcTransfer",
+        Initiator: BOB.Uniqueid,
+        Transferred: TRUNK.Uniqueid,
+        Exten: "1003",
+        Context: "default",
+      },
+      { Event: "BridgeLeave", BridgeUniqueid: "b1", ...BOB },
+      { Event: "BridgeLeave", BridgeUniqueid: "b1", ...TRUNK },
+      ...channel(CAROL.Channel, CAROL.Uniqueid, LINKED, 5),
+      { Event: "Newstate", ChannelState: "6", ...CAROL, Linkedid: LINKED },
+      enter(BOB, "b3"),
+      enter(CAROL, "b3"),
+    );
+    a.sent();
+    return a;
+  };
+  const bridges = (a: Awaited<ReturnType<typeof consulting>>) =>
+    a.sent().filter((action) => action.Action === "Bridge");
+  await s.step("refused twice as still leaving: the third Bridge is the one", async () => {
+    const a = await consulting();
+    try {
+      a.peer.refusals.set("bridge", {
+        times: 2,
+        message: `Unable to add Channel1 to bridge: ${BOB.Channel}`,
+      });
+      await a.platform.cancelTransfer(BOB.Uniqueid);
+      assert.deepEqual(
+        bridges(a),
+        [1, 2, 3].map(() => ({
+          Action: "Bridge",
+          Channel1: BOB.Channel,
+          Channel2: TRUNK.Channel,
+        })),
+      );
+    } finally {
+      await a.close();
+    }
+  });
+  await s.step("any other refusal is the command's at once", async () => {
+    const a = await consulting();
+    try {
+      a.peer.refusals.set("bridge", { times: 1, message: "Channel2 does not exist" });
+      await assert.rejects(
+        a.platform.cancelTransfer(BOB.Uniqueid),
+        refused("pbx_refused", /Channel2 does not exist/),
+      );
+      assert.equal(bridges(a).length, 1);
+    } finally {
+      await a.close();
+    }
+  });
+});
+
 Deno.test("Asterisk unreachable: PlatformUnavailable, nothing sent", async () => {
   const peer = tinyAsterisk();
   const t = await asteriskContext(peer.port); // never started: not connected

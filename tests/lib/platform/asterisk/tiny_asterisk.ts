@@ -28,6 +28,8 @@ export function tinyAsterisk() {
     port: (listener.addr as Deno.NetAddr).port,
     actions: [] as AmiMessage[],
     notify: "Response: Success\r\nMessage: NOTIFY sent",
+    /** Actions (lower case) to answer `Error` with `message`, as many times as `times` says. */
+    refusals: new Map<string, { times: number; message: string }>(),
     /** Sends events to every connection, each as `Key: Value` pairs. */
     send(...events: AmiFields[]) {
       const text = events.map((event) =>
@@ -81,6 +83,10 @@ export function tinyAsterisk() {
           session.write(`Event: ListComplete\r\n${id}EventList: Complete\r\nListItems: 0\r\n\r\n`);
         } else if (name === "pjsipnotify") {
           session.write(`${peer.notify.replace("\r\n", `\r\n${id}`)}\r\n\r\n`);
+        } else if ((peer.refusals.get(name)?.times ?? 0) > 0) {
+          const refusal = peer.refusals.get(name)!;
+          refusal.times--;
+          session.write(`Response: Error\r\n${id}Message: ${refusal.message}\r\n\r\n`);
         } else session.write(`Response: Success\r\n${id}\r\n`);
       }
     }
