@@ -15,6 +15,11 @@ import { fillAcl } from "../lib/auth/guard.ts";
 import { CTI_CALLD_ACLS } from "../lib/calls/acls.ts";
 import { changeDnd, changeForward } from "../lib/control.ts";
 import { runCallCommand } from "../lib/cti/call_commands.ts";
+import {
+  type AgentControl,
+  runAgentControl,
+  runSupervisorCommand,
+} from "../lib/cti/supervisor_commands.ts";
 import type { CtiSession } from "../lib/cti/hub.ts";
 import {
   type CallCommandName,
@@ -26,7 +31,9 @@ import {
   envelopeSchema,
   isCallCommand,
   isCommandName,
+  isSupervisorCommand,
   PONG,
+  type SupervisorCommandName,
   userConfig,
 } from "../lib/cti/messages.ts";
 import { dialOf, readyToDial } from "../lib/dial.ts";
@@ -34,6 +41,7 @@ import { ApiError, Unreachable } from "../lib/errors.ts";
 import { checkBody } from "../lib/http.ts";
 import { PlatformRefusal } from "../lib/platform/port.ts";
 import type { Services } from "../lib/services.ts";
+import { SupervisionRefusal } from "../lib/supervision/mod.ts";
 import { listAgents } from "../lib/store/agents.ts";
 import { getExtension } from "../lib/store/extensions.ts";
 import { getLine } from "../lib/store/lines.ts";
@@ -44,9 +52,14 @@ export const MAX_MESSAGE = 65_536;
 
 /**
  * The ACL each command needs, `{username}` being the socket's user; null: none. The commands on
- * the user's calls check theirs as they run (lib/cti/call_commands.ts `CALL_ACLS`).
+ * the user's calls check theirs as they run (lib/cti/call_commands.ts `CALL_ACLS`), and so do the
+ * supervisors' (lib/cti/supervisor_commands.ts `SUPERVISOR_COMMAND_ACLS`) and the agent commands
+ * below, whose ACL depends on the agent they name ({@link OWN_AGENT_COMMANDS}).
  */
-const COMMAND_ACLS: Record<Exclude<CommandName, CallCommandName>, string | null> = {
+const COMMAND_ACLS: Record<
+  Exclude<CommandName, CallCommandName | SupervisorCommandName>,
+  string | null
+> = {
   dial: "svc.rest.dial.number.{username}.create",
   dialFromMobile: "svc.rest.dial.number.{username}.create",
   dialFromQueue: "svc.rest.dial.fromqueue.create",
@@ -62,6 +75,17 @@ const COMMAND_ACLS: Record<Exclude<CommandName, CallCommandName>, string | null>
   getAgentStates: null,
   subscribeToAgentEvents: null,
 };
+
+/**
+ * The agent commands that act on the user's own agent under the ACL above, or, naming another
+ * agent in `agentid`, on that one as a supervisor (`svc.rest.supervision.agents.{agentId}.…`):
+ * their ACL is checked once the agent is known.
+ */
+const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
+  "agentLogout",
+  "pauseAgent",
+  "unpauseAgent",
+]);
 
 /**
  * What `alias.ctiuser` grants on the socket: the commands on the user's own services, agent and
@@ -114,7 +138,9 @@ export async function handleMessage(
     if (!isCommandName(name)) {
       throw new ApiError(400, "UnknownCommand", `unknown command ${JSON.stringify(name)}`);
     }
-    const acl = isCallCommand(name) ? null : COMMAND_ACLS[name];
+    const acl = isCallCommand(name) || isSupervisorCommand(name) || OWN_AGENT_COMMANDS.has(name)
+      ? null
+      : COMMAND_ACLS[name];
     if (acl !== null) authorize(session, acl);
     // the user as it is now: services, lines and agent may have changed since the socket opened
     const user = await getUser(services.store, session.user.id);
@@ -137,6 +163,9 @@ function authorize(session: CtiSession, template: string, values: Record<string,
 function errorMessage(services: Services, error: unknown, command?: string): CtiMessage {
   if (error instanceof ApiError) return ctiError(error.code, error.message, command);
   if (error instanceof PlatformRefusal) return ctiError(refusalCode(error), error.message, command);
+  if (error instanceof SupervisionRefusal) {
+    return ctiError(SUPERVISION_CODES[error.reason], error.message, command);
+  }
   if (error instanceof Unreachable) return ctiError("Unreachable", error.message, command);
   services.logger.error("CTI command failed", { command, error: String(error) });
   return ctiError("NotHandledError", "unexpected error", command);
@@ -165,6 +194,14 @@ const REFUSAL_CODES: Record<string, string> = {
 
 const refusalCode = (refusal: PlatformRefusal) => REFUSAL_CODES[refusal.reason] ?? "BadRequest";
 
+/** The `error` of each refusal of a supervisor's command (lib/supervision). */
+const SUPERVISION_CODES: Record<SupervisionRefusal["reason"], string> = {
+  agent_not_found: "AgentNotFound",
+  queue_not_found: "QueueNotFound",
+  not_logged: "NotLogged",
+  not_in_queue: "AgentNotInQueue",
+};
+
 /** Runs one checked command. */
 async function run(
   services: Services,
@@ -185,8 +222,42 @@ async function run(
       raw,
     );
   }
+  if (isSupervisorCommand(name)) {
+    return await runSupervisorCommand(
+      {
+        services,
+        feed: services.cti.supervision,
+        watcher: session,
+        queuesChanged: (ids) => services.supervision.queuesChanged(ids),
+        authorize: (template, values) => authorize(session, template, values),
+        reply: (message) => session.send(message),
+      },
+      name,
+      raw,
+    );
+  }
   const fields = <N extends CommandName>(command: N): Command<N> =>
     checkBody(commandSchemas[command], raw, "BadRequest") as Command<N>;
+  /** The user's own agent under the own ACL, else (null) `agentid` done as a supervisor. */
+  const agentFor = async (
+    command: "agentLogout" | "pauseAgent" | "unpauseAgent",
+    agentid: number | undefined,
+    control: AgentControl,
+    reason: string | null = null,
+  ) => {
+    const own = await agentOfUser(services, user);
+    if (agentid !== undefined && agentid !== own?.id) {
+      const c = {
+        services,
+        authorize: (t: string, v?: Record<string, string>) => authorize(session, t, v),
+      };
+      await runAgentControl(c, control, agentid, reason);
+      return null;
+    }
+    authorize(session, COMMAND_ACLS[command]!);
+    if (!own) throw new ApiError(404, "AgentNotFound", `user ${user.username} has no agent`);
+    return own;
+  };
   switch (name) {
     case "dial": {
       const dial = dialOf.number(raw);
@@ -226,19 +297,22 @@ async function run(
       session.user.agentId = agent.id;
       return;
     }
-    case "agentLogout":
-      return await services.platform.agentLogout(
-        (await ownAgent(services, user, fields("agentLogout").agentid)).id,
-      );
-    case "pauseAgent": {
-      const { agentid, reason } = fields("pauseAgent");
-      const agent = await ownAgent(services, user, agentid);
-      return await services.platform.agentPause(agent.id, reason?.trim() || null);
+    case "agentLogout": {
+      const agent = await agentFor(name, fields(name).agentid, "logout");
+      if (agent) await services.platform.agentLogout(agent.id);
+      return;
     }
-    case "unpauseAgent":
-      return await services.platform.agentUnpause(
-        (await ownAgent(services, user, fields("unpauseAgent").agentid)).id,
-      );
+    case "pauseAgent": {
+      const { agentid, reason } = fields(name);
+      const agent = await agentFor(name, agentid, "pause", reason?.trim() || null);
+      if (agent) await services.platform.agentPause(agent.id, reason?.trim() || null);
+      return;
+    }
+    case "unpauseAgent": {
+      const agent = await agentFor(name, fields(name).agentid, "unpause");
+      if (agent) await services.platform.agentUnpause(agent.id);
+      return;
+    }
     case "getConfig": {
       const { objectType } = fields("getConfig");
       if (objectType !== undefined && objectType !== "user") {

@@ -20,6 +20,7 @@
 import { agentOfUser } from "../agent_control.ts";
 import type { Identity } from "../auth/tokens.ts";
 import type { CoreServices } from "../core_services.ts";
+import { type EventMessage, type ExportedMessage, isUserEvent } from "../events/messages.ts";
 import type { LogEntry } from "../events/outbox.ts";
 import type { PhoneStatus } from "../platform/port.ts";
 import { listContacts } from "../store/contacts.ts";
@@ -36,6 +37,7 @@ import {
   type UserConfig,
   userConfigOf,
 } from "./messages.ts";
+import { SupervisionFeed } from "./supervision.ts";
 
 /** How often the platform's status version is looked at while sockets watch numbers. */
 export const STATUS_POLL_MS = 200;
@@ -203,8 +205,11 @@ export class CtiHub {
   #cancelPoll: (() => void) | null = null;
   #statusVersion: number | null = null;
   #polling: Promise<void> | null = null;
+  /** What supervisors' sockets follow (queue and agent statistics, waiting calls, lists). */
+  readonly supervision: SupervisionFeed;
 
   constructor(readonly services: CoreServices) {
+    this.supervision = new SupervisionFeed(services);
     this.#expiries = new ExpiryQueue(
       services.clock,
       (session) => session.tokenExpiresAt,
@@ -256,7 +261,7 @@ export class CtiHub {
     session.user = user;
     user.sessions.add(session);
     this.#expiries.add(session);
-    this.#unsubscribe ??= services.feed.subscribe((entries) => this.#dispatch(entries));
+    this.#unsubscribe ??= services.feed.subscribeAll((entries) => this.#handle(entries));
     session.send(loggedOn(user, phoneNumber));
     session.send({ msgType: "UserConfigUpdate", ctiMessage: user.config });
     await this.#readContacts(user);
@@ -268,6 +273,7 @@ export class CtiHub {
   detach(session: CtiSession): void {
     this.#expiries.delete(session);
     this.#allAgents.delete(session);
+    this.supervision.detach(session);
     const user = session.user;
     if (!user.sessions.delete(session)) return; // never opened
     if (user.sessions.size === 0 && this.#byUser.get(user.username) === user) {
@@ -302,10 +308,23 @@ export class CtiHub {
     this.#unsubscribe = null;
     this.#cancelPoll?.();
     this.#cancelPoll = null;
+    this.supervision.close();
+  }
+
+  /**
+   * The live feed's events: users' and agents' go to their sockets; any event may have changed
+   * what supervisors follow.
+   */
+  #handle(entries: LogEntry<ExportedMessage>[]): void {
+    const users = entries.filter((entry): entry is LogEntry<EventMessage> =>
+      isUserEvent(entry.event)
+    );
+    if (users.length) this.#dispatch(users);
+    this.supervision.changed();
   }
 
   /** Hands each event to the sockets it is for, serialised once per event and user. */
-  #dispatch(entries: LogEntry[]): void {
+  #dispatch(entries: LogEntry<EventMessage>[]): void {
     for (const { event } of entries) {
       const message = event.message;
       const user = this.#byUser.get(event.username);

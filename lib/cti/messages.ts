@@ -171,6 +171,33 @@ export const callCommandSchemas = {
   }),
 } as const;
 
+/** A queue's or an agent's id, as `cti.js` sends it (a number). */
+const id = z.number().int();
+
+/**
+ * The fields of the supervisors' commands (lib/cti/supervisor_commands.ts), as `cti.js` sends
+ * them: `agentId` and `queueId` in camel case here (the agent commands' `agentid` is lowercase).
+ */
+export const supervisorCommandSchemas = {
+  subscribeToQueueStats: z.object({}),
+  subscribeToAgentStats: z.object({}),
+  subscribeToQueueCalls: z.object({ queueId: id }),
+  unSubscribeToQueueCalls: z.object({ queueId: id }),
+  /** `window` and `xqos` are accepted and ignored: the figures are the day's (docs/cti.md). */
+  getQueueStatistics: z.object({
+    queueId: id,
+    window: z.unknown().optional(),
+    xqos: z.unknown().optional(),
+  }),
+  getList: z.object({ objectType: z.string() }),
+  setAgentQueue: z.object({
+    agentId: id,
+    queueId: id,
+    penalty: z.number().int().min(0).max(2147483647).optional(),
+  }),
+  removeAgentFromQueue: z.object({ agentId: id, queueId: id }),
+} as const;
+
 /** The fields of each supported `web` command (others are ignored, as `cti.js` sends extras). */
 export const commandSchemas = {
   // checked as the 2.0 dial routes check their bodies (lib/dial.ts `dialOf`)
@@ -189,10 +216,12 @@ export const commandSchemas = {
   getAgentStates: z.object({}),
   subscribeToAgentEvents: z.object({}),
   ...callCommandSchemas,
+  ...supervisorCommandSchemas,
 } as const;
 
 export type CommandName = keyof typeof commandSchemas;
 export type CallCommandName = keyof typeof callCommandSchemas;
+export type SupervisorCommandName = keyof typeof supervisorCommandSchemas;
 export type Command<N extends CommandName> = z.infer<(typeof commandSchemas)[N]>;
 
 export const isCommandName = (name: string): name is CommandName =>
@@ -200,3 +229,6 @@ export const isCommandName = (name: string): name is CommandName =>
 
 export const isCallCommand = (name: CommandName): name is CallCommandName =>
   Object.hasOwn(callCommandSchemas, name);
+
+export const isSupervisorCommand = (name: CommandName): name is SupervisorCommandName =>
+  Object.hasOwn(supervisorCommandSchemas, name);

@@ -9,13 +9,20 @@
  *   entering, and since when, as the counting saw it: when its next state comes, the time spent
  *   in this one (a pause, a login) is added to the counters of the days it spans.
  *
+ * - `["supervision_version"]`: set by every commit that writes counters or marks (its value means
+ *   nothing, its versionstamp moves with them). A reader that saw the same versionstamp before
+ *   keeps what it read then ({@link readDayCounters}, {@link agentMarks}): one read of this key
+ *   instead of a range of thousands, and what any process wrote shows at the next read.
+ *
  * Days older than the retention are deleted by {@link pruneDaysBefore}.
  */
 import type { AgentStateName } from "../platform/port.ts";
+import { sharedRead } from "./shared_read.ts";
 import type { Store } from "./store.ts";
 
 const DAY = "supervision_day";
 const MARK = "supervision_agent";
+const VERSION: Deno.KvKey = ["supervision_version"];
 
 /** A queue's counters of a day. */
 export const QUEUE_STATS = [
@@ -101,8 +108,9 @@ const markKey = (agentId: number): Deno.KvKey => [MARK, agentId];
 const CHUNK = 500;
 
 /**
- * Puts `changes` in `op` (at most a few hundred: see {@link addCounters} for more). A value is
- * rounded to a whole number and a negative one is taken as 0.
+ * Puts `changes` in `op` (at most a few hundred: see {@link addCounters} for more), with the
+ * version key's move: call it once per commit, in every commit that writes counters or marks. A
+ * value is rounded to a whole number and a negative one is taken as 0.
  */
 export function counterMutations(op: Deno.AtomicOperation, changes: CounterChange[]): void {
   for (const change of changes) {
@@ -110,6 +118,7 @@ export function counterMutations(op: Deno.AtomicOperation, changes: CounterChang
     if (change.op === "add") op.sum(counterKey(change), value);
     else op.max(counterKey(change), value);
   }
+  op.set(VERSION, true);
 }
 
 /**
@@ -205,8 +214,96 @@ export async function pruneDaysBefore(store: Store, day: string): Promise<number
     if (entries.length === 0) return deleted;
     await store.commit((op) => {
       for (const { key } of entries) op.delete(key);
-      return op;
+      return op.set(VERSION, true);
     });
     deleted += entries.length;
   }
+}
+
+/**
+ * What was read at one versionstamp of the version key, per store: reads of the same thing asked
+ * at that version share one read (a promise, kept while the version stays); another version
+ * starts afresh.
+ */
+const snapshots = new WeakMap<
+  Store,
+  { version: string | null; reads: Map<string, Promise<unknown>> }
+>();
+/** Per store, the version key's reads, shared by the callers asking while one runs. */
+const versionReads = new WeakMap<Store, () => Promise<string | null>>();
+
+/**
+ * `read()` as of now: its answer kept from a caller that saw the same versionstamp, else read
+ * again. Each answer comes from a read begun after the version key was read, itself read after
+ * the caller asked (`sharedRead`), so it holds every commit made before the caller asked, by any
+ * process.
+ */
+async function atCurrentVersion<T>(store: Store, name: string, read: () => Promise<T>): Promise<T> {
+  let versionRead = versionReads.get(store);
+  if (!versionRead) {
+    versionRead = sharedRead(async () => (await store.get(VERSION)).versionstamp);
+    versionReads.set(store, versionRead);
+  }
+  const version = await versionRead();
+  let snapshot = snapshots.get(store);
+  if (snapshot?.version !== version) {
+    snapshot = { version, reads: new Map() };
+    snapshots.set(store, snapshot);
+  }
+  const kept = snapshot.reads.get(name) as Promise<T> | undefined;
+  if (kept) return await kept;
+  const reading = read();
+  const reads = snapshot.reads;
+  reads.set(name, reading);
+  reading.catch(() => {
+    if (reads.get(name) === reading) reads.delete(name); // a failed read is not kept
+  });
+  return await reading;
+}
+
+/**
+ * The counters of every queue (or every agent) on `day`, by id; an id with no counter written
+ * that day is absent. Kept while no counter or mark is written (see {@link atCurrentVersion}):
+ * treat the answer as read-only.
+ *
+ * @example
+ * const today = await readDayCounters(store, "2026-01-01", "agent");
+ * today.get(agentId)?.answered;
+ */
+export function readDayCounters(
+  store: Store,
+  day: string,
+  kind: "queue",
+): Promise<ReadonlyMap<number, Readonly<Record<QueueStat, number>>>>;
+export function readDayCounters(
+  store: Store,
+  day: string,
+  kind: "agent",
+): Promise<ReadonlyMap<number, Readonly<Record<AgentStat, number>>>>;
+export function readDayCounters(
+  store: Store,
+  day: string,
+  kind: "queue" | "agent",
+): Promise<ReadonlyMap<number, Readonly<Record<string, number>>>> {
+  return atCurrentVersion(store, `day/${day}/${kind}`, async () => {
+    const stats: readonly string[] = kind === "queue" ? QUEUE_STATS : AGENT_STATS;
+    const entries = await store.list<Deno.KvU64>({ prefix: [DAY, day, kind] });
+    const rows = new Map<number, Record<string, number>>();
+    for (const { key, value } of entries) {
+      const [, , , id, stat] = key as [string, string, string, number, string];
+      if (!(value instanceof Deno.KvU64) || !stats.includes(stat)) continue;
+      let row = rows.get(id);
+      if (!row) rows.set(id, row = zeros(stats));
+      row[stat] = Number(value.value);
+    }
+    return rows;
+  });
+}
+
+/**
+ * Every agent's mark, by agent id, as {@link listAgentMarks} reads it, kept while no counter or
+ * mark is written (see {@link atCurrentVersion}): treat it as read-only.
+ */
+export function agentMarks(store: Store): Promise<ReadonlyMap<number, AgentMark>> {
+  return atCurrentVersion(store, "marks", () => listAgentMarks(store));
 }

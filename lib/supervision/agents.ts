@@ -14,13 +14,13 @@ import type { CoreServices } from "../core_services.ts";
 import type { LiveCall } from "../platform/call_control.ts";
 import type { AgentPresence, AgentStateName } from "../platform/port.ts";
 import { type AgentRecord, listAgents } from "../store/agents.ts";
-import { findExtension } from "../store/extensions.ts";
-import { listQueues, membershipsOf } from "../store/queues.ts";
+import { type ExtensionRecord, extensions } from "../store/extensions.ts";
+import { listQueues, type QueueRecord } from "../store/queues.ts";
 import {
   AGENT_STATS,
   type AgentMark,
-  listAgentMarks,
-  readCounters,
+  agentMarks,
+  readDayCounters,
   zeros,
 } from "../store/supervision.ts";
 import { agentZone, supervisionSettings } from "./counting.ts";
@@ -68,33 +68,91 @@ const ACTIVITY_OF: Record<AgentStateName, Activity> = {
 /**
  * What each of `agentList` is doing now, by id: its presence, the calls on the line it is logged
  * on, and its mark (the counting's view of its state: used for since when, when it agrees).
+ *
+ * One read of each thing per call, whatever the number of agents: the presences and calls from
+ * the platform (in memory on both adapters), the lines of the extensions agents are logged on
+ * from the extensions' list (kept while its version key stays), the marks (kept while no counter
+ * or mark is written, `agentMarks`).
  */
 export async function agentsLive(
   services: CoreServices,
   agentList: AgentRecord[],
-  marks?: Map<number, AgentMark>,
+  marks?: ReadonlyMap<number, AgentMark>,
 ): Promise<Map<number, AgentLive>> {
   const { platform, store } = services;
-  const [presences, calls, knownMarks] = await Promise.all([
+  const [presences, calls, knownMarks, lineOf] = await Promise.all([
     Promise.all(agentList.map((agent) => platform.agentPresence(agent.id))),
     platform.liveCalls(),
-    marks ?? listAgentMarks(store),
+    marks ?? agentMarks(store),
+    extensionLines(store),
   ]);
-  // the line each logged agent is on: its calls outside the queues are that line's
-  const lineIds = await Promise.all(
-    presences.map(async (presence) =>
-      presence.logged && presence.extension !== null && presence.context !== null
-        ? (await findExtension(store, presence.extension, presence.context))?.line_id ?? null
-        : null
-    ),
-  );
+  // the calls of each line: those of the line an agent is on are its calls outside the queues
+  const callsOfLine = new Map<number, LiveCall[]>();
+  for (const call of calls) {
+    if (call.lineId === null) continue;
+    const onLine = callsOfLine.get(call.lineId);
+    if (onLine) onLine.push(call);
+    else callsOfLine.set(call.lineId, [call]);
+  }
   const live = new Map<number, AgentLive>();
-  presences.forEach((presence, i) => {
-    const lineId = lineIds[i];
-    const onLine = lineId == null ? [] : calls.filter((call) => call.lineId === lineId);
+  for (const presence of presences) {
+    const lineId = presence.logged && presence.extension !== null && presence.context !== null
+      ? lineOf(presence.extension, presence.context)
+      : null;
+    const onLine = lineId === null ? [] : callsOfLine.get(lineId) ?? [];
     live.set(presence.agentId, liveOf(presence, knownMarks.get(presence.agentId), onLine));
-  });
+  }
   return live;
+}
+
+/** The line holding each extension, by context and exten, per list of extensions read. */
+const lineIndexes = new WeakMap<ExtensionRecord[], Map<string, number | null>>();
+
+/**
+ * The line holding the extension `exten` of `context` (null for none, or no such extension), as
+ * `findExtension` answers it, from the extensions' list (one read of its version key).
+ */
+async function extensionLines(
+  store: CoreServices["store"],
+): Promise<(exten: string, context: string) => number | null> {
+  const list = await extensions.all(store);
+  let index = lineIndexes.get(list);
+  if (!index) {
+    index = new Map(list.map((extension) => [
+      `${extension.context}\u0000${extension.exten}`,
+      extension.line_id,
+    ]));
+    lineIndexes.set(list, index);
+  }
+  const lines = index;
+  return (exten, context) => lines.get(`${context}\u0000${exten}`) ?? null;
+}
+
+/** An agent's queues as `GET /supervision/agents` shows them. */
+type Membership = { id: number; name: string; penalty: number };
+
+/** Each agent's memberships, per list of queues read. */
+const membershipIndexes = new WeakMap<QueueRecord[], Map<number, Membership[]>>();
+
+/**
+ * The memberships of every agent among `queueList`, by agent id, each in list order (what
+ * `membershipsOf` answers for one agent): built once per list read. Read-only.
+ */
+function membershipsByAgent(queueList: QueueRecord[]): ReadonlyMap<number, readonly Membership[]> {
+  let index = membershipIndexes.get(queueList);
+  if (!index) {
+    index = new Map();
+    for (const queue of queueList) {
+      for (const member of queue.members) {
+        const membership = { id: queue.id, name: queue.name, penalty: member.penalty };
+        const known = index.get(member.agent_id);
+        if (known) known.push(membership);
+        else index.set(member.agent_id, [membership]);
+      }
+    }
+    membershipIndexes.set(queueList, index);
+  }
+  return index;
 }
 
 function liveOf(
@@ -164,6 +222,9 @@ export const AGENT_FIGURES = z.object({
 
 export type AgentFigures = z.infer<typeof AGENT_FIGURES>;
 
+/** The counters of an agent with none written today. */
+const NO_COUNTS = zeros(AGENT_STATS);
+
 /**
  * Every agent (or those of the queues `queueIds`), in id order: what it does now, its queues,
  * and its figures since midnight (the default time zone's).
@@ -183,15 +244,14 @@ export async function agentFigures(
   const [agentList, queueList, counters] = await Promise.all([
     listAgents(store),
     listQueues(store),
-    readCounters(store, day, day),
+    readDayCounters(store, day, "agent"),
   ]);
+  const memberships = membershipsByAgent(queueList);
+  const queuesOf = (agentId: number) => memberships.get(agentId) ?? [];
   const wanted = queueIds === undefined
     ? agentList
-    : agentList.filter((agent) =>
-      membershipsOf(queueList, agent.id).some((queue) => queueIds.includes(queue.id))
-    );
+    : agentList.filter((agent) => queuesOf(agent.id).some((queue) => queueIds.includes(queue.id)));
   const live = await agentsLive(services, wanted);
-  const byAgent = new Map(counters.agents.map((row) => [row.id, row.counters]));
   const upToNow = (fromMs: number | null) =>
     fromMs === null ? 0 : Math.max(0, now - Math.max(fromMs, midnight));
   return wanted.map((agent) => {
@@ -209,10 +269,10 @@ export async function agentFigures(
       pausedReason: now.pausedReason,
       extension: now.extension,
       loggedSince: iso(now.loggedSinceMs),
-      queues: membershipsOf(queueList, agent.id),
+      queues: queuesOf(agent.id).map((queue) => ({ ...queue })),
       today: {
         day,
-        ...agentDayFigures(byAgent.get(agent.id) ?? zeros(AGENT_STATS), {
+        ...agentDayFigures(counters.get(agent.id) ?? NO_COUNTS, {
           talkMs: inState("AgentOnCall"),
           pauseMs: inState("AgentOnPause"),
           loginMs: upToNow(now.loggedSinceMs),

@@ -8,13 +8,7 @@ import type { CoreServices } from "../core_services.ts";
 import type { WaitingCall } from "../platform/port.ts";
 import { listAgents } from "../store/agents.ts";
 import { getQueue, listQueues, type QueueRecord } from "../store/queues.ts";
-import {
-  type DayCounters,
-  QUEUE_STATS,
-  type QueueStat,
-  readCounters,
-  zeros,
-} from "../store/supervision.ts";
+import { type AgentMark, QUEUE_STATS, readDayCounters, zeros } from "../store/supervision.ts";
 import { type Activity, agentsLive } from "./agents.ts";
 import { supervisionSettings } from "./counting.ts";
 import { iso, QUEUE_DAY, queueDayFigures } from "./day_figures.ts";
@@ -47,6 +41,11 @@ export const QUEUE_FIGURES = z.object({
 
 export type QueueFigures = z.infer<typeof QUEUE_FIGURES>;
 
+/** The counters of a queue with none written that day. */
+const NO_COUNTS = zeros(QUEUE_STATS);
+/** No agent's mark: the queues' figures count what agents do, not since when. */
+const NO_MARKS: ReadonlyMap<number, AgentMark> = new Map();
+
 /**
  * The figures of every queue (or of those of `ids` that exist), in id order.
  *
@@ -68,11 +67,16 @@ export async function queueFigures(
   const memberIds = new Set(queueList.flatMap((queue) => queue.members.map((m) => m.agent_id)));
   const [waiting, counters, agentList] = await Promise.all([
     platform.queueCalls(),
-    readCounters(store, days[0]!, days.at(-1)!),
+    Promise.all(days.map((day) => readDayCounters(store, day, "queue"))),
     listAgents(store),
   ]);
-  const live = await agentsLive(services, agentList.filter((agent) => memberIds.has(agent.id)));
-  const countersOf = new Map(counters.queues.map((row) => [`${row.day}/${row.id}`, row]));
+  // what the agents are doing, not since when: no marks needed
+  const live = await agentsLive(
+    services,
+    agentList.filter((agent) => memberIds.has(agent.id)),
+    NO_MARKS,
+  );
+  const countersOf = (day: string, id: number) => counters[days.indexOf(day)]?.get(id);
   return queueList.map((queue) => {
     const day = dayOf(now, zoneOf(queue));
     const calls = waiting.filter((call) => call.queueId === queue.id);
@@ -81,7 +85,6 @@ export async function queueFigures(
       return activity ? [activity] : [];
     });
     const count = (activity: Activity) => activities.filter((each) => each === activity).length;
-    const row: DayCounters<QueueStat> | undefined = countersOf.get(`${day}/${queue.id}`);
     return {
       id: queue.id,
       name: queue.name,
@@ -102,7 +105,7 @@ export async function queueFigures(
         wrapup: count("wrapup"),
         paused: count("paused"),
       },
-      today: { day, ...queueDayFigures(row?.counters ?? zeros(QUEUE_STATS)) },
+      today: { day, ...queueDayFigures(countersOf(day, queue.id) ?? NO_COUNTS) },
     };
   });
 }
