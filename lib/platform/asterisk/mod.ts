@@ -130,7 +130,18 @@ export class AsteriskPlatform implements Platform {
     };
     this.#agents = new AgentBook({
       ...ctx,
-      clock: options.clock,
+      // a wrap-up ending on the clock has no AMI event to carry its state: handed over at once
+      clock: {
+        now: () => options.clock.now(),
+        after: (ms, task) =>
+          options.clock.after(ms, async () => {
+            try {
+              await task();
+            } finally {
+              this.#handOver();
+            }
+          }),
+      },
       logger,
       action: (action, fields) => this.#action(action, fields),
     });

@@ -109,20 +109,21 @@ export const presence = (agents: Map<number, AgentState>, agentId: number): Agen
   presenceOf(agentId, agents.get(agentId));
 
 /**
- * Agents whose queue call leg ended during the step: free again when it was not answered
- * (`AgentReady`, or `AgentOnPause` when paused meanwhile), in wrap-up when it was.
+ * Agents whose queue call leg ended during the step: a call answered is `completed` (also when
+ * the agent logged out while on it, as on Asterisk); the agent is free again when it was not
+ * answered (`AgentReady`, or `AgentOnPause` when paused meanwhile), in wrap-up when it was.
  */
 export function settleAgents(step: Step): void {
   const ended = step.sim.endedAgentLegs;
   step.sim.endedAgentLegs = [];
   for (const leg of ended) {
+    if (leg.answeredMs !== null && leg.agentId !== null) {
+      const talkMs = step.now - leg.answeredMs;
+      queueEvent(step, leg.call, "completed", { agentId: leg.agentId, talkMs }, leg.queued);
+    }
     const agent = leg.agentId === null ? undefined : step.sim.agents.get(leg.agentId);
     if (!agent || agent.leg !== leg) continue;
     agent.leg = null;
-    if (leg.answeredMs !== null) {
-      const talkMs = step.now - leg.answeredMs;
-      queueEvent(step, leg.call, "completed", { agentId: agent.agentId, talkMs }, leg.queued);
-    }
     if (!agent.logged) continue;
     if (leg.answeredMs === null) {
       // an agent that let a call ring out goes behind the others
