@@ -6,6 +6,7 @@ import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { prepareStore } from "./lib/bootstrap.ts";
 import { demoBanner } from "./lib/demo.ts";
 import { recoverBulkWrites } from "./lib/store/bulk.ts";
+import { pruneCallsBefore } from "./lib/store/call_history.ts";
 import { createServices, type Services } from "./lib/services.ts";
 import { collectWhenIdle } from "./lib/idle_gc.ts";
 import { createApp } from "./routes/mod.ts";
@@ -147,6 +148,11 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   // supervision's day counters past the retention (also pruned when the counting starts a day)
   Deno.cron("prune supervision days", "17 * * * *", async () => {
     await services.supervision.prune();
+  });
+  // the call history past its retention (SVC_CALL_HISTORY_RETENTION_DAYS)
+  Deno.cron("prune call history", "23 * * * *", async () => {
+    const days = config.callHistoryRetentionDays;
+    await pruneCallsBefore(services.store, services.clock.now() - days * 86_400_000);
   });
   // a process that died in the middle of an import leaves a journal: undo it once it is stale
   Deno.cron("undo unfinished imports", "* * * * *", async () => {

@@ -18,6 +18,8 @@ export interface Config {
   eventUrl: string | null;
   eventSecret: string | null;
   eventRetention: number;
+  /** Days a call's history records are kept (from when the call started). */
+  callHistoryRetentionDays: number;
   deprecatedApiHosts: string[];
   trustProxy: boolean;
   platform: "sim" | "asterisk";
@@ -37,6 +39,10 @@ export interface Config {
   amiPort: number;
   amiUsername: string | null;
   amiSecret: string | null;
+  /** Milliseconds without a byte from the AMI before svc sends a Ping (docs/asterisk.md). */
+  amiKeepaliveMs: number;
+  /** Milliseconds an AMI response may take: an unanswered Ping drops the connection. */
+  amiTimeoutMs: number;
   asteriskConfigDir: string | null;
   /** Where Asterisk writes call recordings (MixMonitor); null for its own monitor directory. */
   asteriskRecordingsDir: string | null;
@@ -226,6 +232,11 @@ const settings = {
   SVC_EVENT_URL: { default: "", parse: httpUrl, key: "eventUrl" },
   SVC_EVENT_SECRET: { default: "", parse: optional, key: "eventSecret" },
   SVC_EVENT_RETENTION: { default: "3600", parse: integer(0, 604_800), key: "eventRetention" },
+  SVC_CALL_HISTORY_RETENTION_DAYS: {
+    default: "365",
+    parse: integer(1, 36_500),
+    key: "callHistoryRetentionDays",
+  },
   SVC_DEPRECATED_API_HOST: { default: "", parse: addressList, key: "deprecatedApiHosts" },
   SVC_TRUST_PROXY: { default: "false", parse: boolean, key: "trustProxy" },
   SVC_PLATFORM: { default: "sim", parse: oneOf("sim", "asterisk"), key: "platform" },
@@ -249,6 +260,8 @@ const settings = {
   SVC_AMI_PORT: { default: "5038", parse: integer(1, 65535), key: "amiPort" },
   SVC_AMI_USERNAME: { default: "", parse: optional, key: "amiUsername" },
   SVC_AMI_SECRET: { default: "", parse: secret, key: "amiSecret" },
+  SVC_AMI_KEEPALIVE_MS: { default: "4000", parse: integer(100, 600_000), key: "amiKeepaliveMs" },
+  SVC_AMI_TIMEOUT_MS: { default: "5000", parse: integer(100, 600_000), key: "amiTimeoutMs" },
   SVC_ASTERISK_CONFIG_DIR: { default: "", parse: optional, key: "asteriskConfigDir" },
   SVC_ASTERISK_RECORDINGS_DIR: { default: "", parse: optional, key: "asteriskRecordingsDir" },
   SVC_CORS_ORIGINS: { default: "", parse: originList, key: "corsOrigins" },

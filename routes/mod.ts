@@ -34,6 +34,7 @@ import { mobilePushRoutes } from "./mobile_push.ts";
 import { openApiRoutes } from "./openapi.ts";
 import { simRoutes } from "./sim.ts";
 import { supervisionRoutes } from "./supervision.ts";
+import { supervisionPageRoutes } from "./supervision_page.ts";
 import { xivoAuthRoutes } from "./xivo_auth.ts";
 
 /** Base path of the current API. */
@@ -83,6 +84,7 @@ export function createApp(services: Services) {
   // before the areas, whose unknown-path answers would take their paths
   app.route("/", openApiRoutes(() => app.routes));
   app.route("/", docsPageRoutes());
+  app.route("/", supervisionPageRoutes(services.config));
   app.route("/", metricsRoutes(services));
   app.route(API_V2, v2);
   app.route(API_V1, legacyRoutes(services));

@@ -33,7 +33,7 @@ const AREA_DOCUMENTS = [
   { path: "/1.0/api/api.yml", base: "/1.0", tag: "Call daemon (1.0)" },
 ] as const;
 
-/** The paths of the service itself: health, readiness and the documentation. */
+/** The paths of the service itself: health, readiness, the documentation and the wallboard page. */
 const SERVICE_PATHS = new Set([
   "/health",
   "/ready",
@@ -41,6 +41,8 @@ const SERVICE_PATHS = new Set([
   "/metrics",
   "/docs",
   "/docs/:asset",
+  "/supervision",
+  "/supervision/:file",
   OPENAPI_PATH,
   ...AREA_DOCUMENTS.map(({ path }) => path),
 ]);
@@ -54,7 +56,8 @@ const isAgentd = (path: string) =>
 export const AREAS: readonly Area[] = [
   {
     tag: "Service",
-    description: "Health, readiness, and this documentation (no token).",
+    description: "Health, readiness, this documentation and the supervisor's wallboard page " +
+      "(no token).",
     owns: (path) => SERVICE_PATHS.has(path),
     error: { name: "ApiError", schema: API_ERROR_BODY },
     guardErrors: {},

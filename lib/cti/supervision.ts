@@ -15,6 +15,11 @@
  *   command. A refresh runs {@link REFRESH_DELAY_MS} after the first change, at most one every
  *   {@link REFRESH_INTERVAL_MS}, and once more {@link SETTLE_MS} after the last change: a process
  *   reading another's events may read the counters before that one wrote them.
+ * - **And every {@link SETTLE_MS} while a socket follows**, event or not: some changes come with
+ *   none. An agent paused or unpaused while it rings, is on a call or in wrap-up keeps its state,
+ *   so neither platform tells it (the simulator's step has no event, Asterisk's
+ *   `QueueMemberPause` gives no `AgentStateEvent`), yet `GET /supervision/agents` shows it at
+ *   once. A refresh sends only what differs, so nothing but the figures that moved goes out.
  * - Refreshes run one after the other, a new subscriber's snapshot being one of them, so a socket
  *   never gets older figures after newer ones. A refresh sends to each follower what differs from
  *   what the followers were last sent (the same for all of them), and everything to those who just
@@ -38,7 +43,7 @@ import type { CtiMessage } from "./messages.ts";
 export const REFRESH_DELAY_MS = 25;
 /** At most one refresh this often. */
 export const REFRESH_INTERVAL_MS = 200;
-/** One more refresh this long after the last change. */
+/** One more refresh this long after the last change; and one this often while followed. */
 export const SETTLE_MS = 1_000;
 
 /** A socket following supervision (a `CtiSession`). */
@@ -248,12 +253,13 @@ export class SupervisionFeed {
     this.#settleLater();
   }
 
-  /** (Again) a refresh {@link SETTLE_MS} from now. */
+  /** (Again) a refresh {@link SETTLE_MS} from now, then every {@link SETTLE_MS} while followed. */
   #settleLater(): void {
     this.#cancelSettle?.();
-    this.#cancelSettle = this.services.clock.after(SETTLE_MS, () => {
+    this.#cancelSettle = this.services.clock.after(SETTLE_MS, async () => {
       this.#cancelSettle = null;
-      return this.#refreshLogged();
+      await this.#refreshLogged();
+      if (this.active && !this.#cancelSettle) this.#settleLater();
     });
   }
 
@@ -280,6 +286,7 @@ export class SupervisionFeed {
 
   #follow(topic: Topic, watcher: Watcher): Promise<void> {
     topic.join(watcher);
+    if (!this.#cancelSettle) this.#settleLater(); // what changes with no event (module comment)
     if (!this.#listening) {
       // after the platform's other listeners (the outbox, the day counters): figures read then
       // hold what the events changed

@@ -63,3 +63,38 @@ export async function callsSince(
   );
   return entries.map((entry) => entry.value);
 }
+
+/** History keys deleted per atomic operation when pruning. */
+const PRUNE_CHUNK = 500;
+
+/**
+ * Deletes every record of a call that started before `beforeMs` (the retention,
+ * `SVC_CALL_HISTORY_RETENTION_DAYS`); answers how many went. One range read per user with
+ * history (the keys are by user, then start), so the cost is the users plus what is deleted.
+ */
+export async function pruneCallsBefore(store: Store, beforeMs: number): Promise<number> {
+  let deleted = 0;
+  let from: Deno.KvKey = ["call_history"];
+  for (;;) {
+    const [first] = await store.list<CallRecord>(
+      { start: from, end: ["call_history", Infinity] },
+      { limit: 1 },
+    );
+    if (!first) return deleted;
+    const userId = first.key[1] as number;
+    for (;;) {
+      const old = await store.list<CallRecord>(
+        { start: ["call_history", userId], end: ["call_history", userId, beforeMs] },
+        { limit: PRUNE_CHUNK },
+      );
+      if (old.length === 0) break;
+      await store.commit((op) => {
+        for (const { key } of old) op.delete(key);
+        return op;
+      });
+      deleted += old.length;
+    }
+    // the next user: ids are whole numbers, so half past this one comes after all its keys
+    from = ["call_history", userId + 0.5];
+  }
+}

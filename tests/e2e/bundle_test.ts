@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
 import { REVISION_SLOT } from "../../lib/version.ts";
 import { SWAGGER_UI_FILES } from "../../routes/docs_assets.ts";
+import { SUPERVISION_FILES } from "../../web/supervision/assets.ts";
 import { parseExposition, valueOf } from "../prometheus.ts";
 import { repoRoot, runServerToExit, startServer, withTempDir } from "./server.ts";
 
@@ -100,6 +101,16 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
         assert.equal(valueOf(families, "svc_http_request_duration_seconds_count", labels), 1);
         assert.equal(valueOf(families, "svc_build_info", { revision }), 1);
         assert.ok(valueOf(families, "process_resident_memory_bytes") > 0);
+
+        // the supervisors' wallboard travels in the bundle, byte for byte
+        const page = await fetch(`${server.baseUrl}/supervision`);
+        assert.equal(page.status, 200);
+        assert.match(await page.text(), /<script type="module" src="\/supervision\/app.js">/);
+        for (const [name, { text }] of Object.entries(SUPERVISION_FILES)) {
+          const file = await fetch(`${server.baseUrl}/supervision/${name}`);
+          assert.equal(file.status, 200, name);
+          assert.equal(await file.text(), text, name);
+        }
       } finally {
         await server.stop();
       }

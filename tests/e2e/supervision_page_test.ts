@@ -1,0 +1,862 @@
+/**
+ * The supervisor's wallboard (`GET /supervision`, docs/supervision.md "The page") in headless
+ * Chromium (Debian's `chromium`, driven over the DevTools protocol), signed in through its form.
+ *
+ * - **The scenario** (`tests/supervision/wallboard_scenario.ts`: 2 queues, 6 agents, 10 callers)
+ *   runs on the simulator in virtual time: its steps call the platform port and move the test
+ *   clock, which only a server in this process can be told. So the real app of this process
+ *   (`createApp` on its services, the same code `main.ts` serves) is served on a loopback port with
+ *   `Deno.serve`, and the browser talks HTTP and WebSocket to it as to any server. After each step
+ *   the page must show what `GET /svc/api/2.0/supervision/queues`, `…/queues/{id}/calls` and
+ *   `…/agents` answer (tiles, calls waiting, agents' rows), the DOM polled until then (bounded by
+ *   {@link STEP_WITHIN_MS}; the slowest step is printed, the benchmark holds the 1 s). After each step the server's clock moves on by the CTI feed's refresh interval
+ *   (200 ms), and, when the page does not show the step by 300 ms, up to the feed's every-second
+ *   refresh (what no event tells: a pause during a call or a wrap-up); the table's figures are
+ *   checked again, so that the time passed changed nothing of the scenario. The answers' `Date` is
+ *   the virtual clock, as a server's own clock, which the page counts durations on. At each step
+ *   nothing may be cut off at 1366×768; at the end the page is opened again and its screenshots at
+ *   1366×768 and 1920×1080 written (to `docs/images/`, which the README shows, with
+ *   `SVC_UPDATE_SCREENSHOTS=1`), once the layout is
+ *   checked to fit either screen.
+ * - **The rest against the real server process** (`main.ts`, the demo data set), reached through
+ *   a TCP relay of the test's own so that the page's origin outlives the process: a plain CTI user
+ *   (bob) is refused with a message saying why, the supervisor (alice) signs in; the buttons pause
+ *   (with a reason), unpause, change the queues of and log out an agent, each checked through the
+ *   REST routes; the thresholds are kept in `localStorage` across a reload and change a figure's
+ *   colour; the page reconnects by itself when its socket closes, and when the server process is
+ *   killed and started again on the same store.
+ *
+ * Every request the page makes stays on svc's origin (no CDN), and it throws no exception and
+ * breaks no Content Security Policy rule.
+ */
+import assert from "node:assert/strict";
+import { prepareStore } from "../../lib/bootstrap.ts";
+import { ManualClock } from "../../lib/clock.ts";
+import { loadConfig } from "../../lib/config.ts";
+import { callNumber, REFRESH_INTERVAL_MS, SETTLE_MS } from "../../lib/cti/supervision.ts";
+import { createLogger } from "../../lib/log.ts";
+import { createServices } from "../../lib/services.ts";
+import type { AgentFigures, QueueFigures } from "../../lib/supervision/mod.ts";
+import { createApp } from "../../routes/mod.ts";
+import { STATE_LABELS } from "../../web/supervision/model.js";
+import { bearer, confd, login, type TestContext, webServiceUser } from "../helpers.ts";
+import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
+import {
+  figureLines,
+  normalized,
+  runWallboardScenario,
+  simulatorPhones,
+  supervisionReader,
+  WALLBOARD_SETTINGS,
+  wallboardWorld,
+} from "../supervision/wallboard_scenario.ts";
+import { CHROMIUM_WHY, type DevTools, withChromium } from "./chromium.ts";
+import { type RunningServer, startServer, withTempDir } from "./server.ts";
+import { call, expectStatus, login as loginTo, sleep, V2 } from "./svc_http.ts";
+
+const noChromium = await skipWithoutPackages(["chromium"], CHROMIUM_WHY);
+
+/**
+ * Where the screenshots go: `docs/images/` (the README shows them) with
+ * `SVC_UPDATE_SCREENSHOTS=1`, else a temporary folder (a run does not change the checkout: the
+ * clock and durations differ each time).
+ */
+const IMAGES = Deno.env.get("SVC_UPDATE_SCREENSHOTS") === "1"
+  ? new URL("../../docs/images/", import.meta.url)
+  : new URL(`file://${await Deno.makeTempDir({ prefix: "svc-screenshots-" })}/`);
+
+/**
+ * How long the page may take to show a step of the scenario before the test fails. Issue 26 asks
+ * for 1 s: the benchmark (`deno task bench supervision`) measures it; a test only bounds it, as
+ * generously as a loaded CI machine needs, and prints the slowest step it saw.
+ */
+const STEP_WITHIN_MS = 10_000;
+/** How long a step's figures may take to show before the server's clock moves to its next tick. */
+const FIRST_LOOK_MS = 300;
+/** How long the page may take to follow the real server (a deadline for failing, not a measure). */
+const PATIENCE_MS = 15_000;
+
+// --- the page in Chromium --------------------------------------------------------------------
+
+/**
+ * Set in the page before its own scripts: every WebSocket it opens (`__sockets`), and the statuses
+ * its status line went through (`__statuses`).
+ */
+const RECORDER = `(() => {
+  const Native = window.WebSocket;
+  const sockets = (window.__sockets = []);
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      sockets.push(this);
+    }
+  };
+  const statuses = (window.__statuses = []);
+  new MutationObserver(() => {
+    const status = document.getElementById("status")?.dataset.status;
+    if (status && statuses.at(-1) !== status) statuses.push(status);
+  }).observe(document, {
+    subtree: true,
+    childList: true,
+    attributes: true,
+    attributeFilter: ["data-status"],
+  });
+})();`;
+
+/** What the page shows, read from its DOM. */
+interface Shown {
+  status: string;
+  board: boolean;
+  tiles: { id: number; name: string; figures: Record<string, string> }[];
+  calls: Record<string, string[]>;
+  agents: {
+    id: number;
+    number: string;
+    state: string;
+    label: string;
+    call: string;
+    queues: string[];
+    answered: string;
+    missed: string;
+    pause: string;
+    disabled: boolean;
+  }[];
+}
+
+/** The figures of a tile compared (the longest wait is a duration: it changes by itself). */
+const TILE_FIGURES = [
+  "waiting",
+  "serviceLevel",
+  "answered",
+  "abandoned",
+  "ready",
+  "busy",
+  "paused",
+];
+
+const READ_BOARD = `(() => {
+  const text = (element) => (element?.textContent ?? "").trim();
+  const figures = ${JSON.stringify(TILE_FIGURES)};
+  return {
+    status: document.getElementById("status").dataset.status,
+    board: !document.getElementById("board").hidden,
+    tiles: [...document.querySelectorAll("#tiles .tile")].map((tile) => ({
+      id: Number(tile.dataset.queueId),
+      name: text(tile.querySelector(".queue-name")),
+      figures: Object.fromEntries(figures.map((name) => [
+        name,
+        text(tile.querySelector('[data-figure="' + name + '"] dd')),
+      ])),
+    })),
+    calls: Object.fromEntries(
+      [...document.querySelectorAll("#calls [data-queue-calls]")].map((section) => [
+        section.dataset.queueCalls,
+        [...section.querySelectorAll("tr[data-caller]")].map((row) => row.dataset.caller),
+      ]),
+    ),
+    agents: [...document.querySelectorAll("#agents tbody tr")].map((row) => {
+      const cell = (field) => text(row.querySelector('[data-field="' + field + '"]'));
+      const pause = row.querySelector(".actions button");
+      return {
+        id: Number(row.dataset.agentId),
+        number: text(row.querySelector(".agent-number")),
+        state: row.dataset.state,
+        label: text(row.querySelector(".state")),
+        call: cell("call"),
+        queues: cell("queues").split(", ").filter(Boolean).sort(),
+        answered: cell("answered"),
+        missed: cell("missed"),
+        pause: pause.dataset.action,
+        disabled: pause.disabled && row.querySelector('[data-action="logout"]').disabled,
+      };
+    }),
+  };
+})()`;
+
+/** One tab, driven over the DevTools protocol. */
+class Page {
+  /** Every URL the page requested. */
+  readonly requested: string[] = [];
+  /** The browser's own log (Content Security Policy refusals are told there). */
+  readonly log: string[] = [];
+
+  private constructor(readonly devtools: DevTools, readonly sessionId: string) {}
+
+  static async open(devtools: DevTools, width: number, height: number): Promise<Page> {
+    const { targetId } = await devtools.send("Target.createTarget", { url: "about:blank" });
+    const { sessionId } = await devtools.send("Target.attachToTarget", { targetId, flatten: true });
+    const page = new Page(devtools, sessionId);
+    devtools.onEvent("Network.requestWillBeSent", (params) => {
+      page.requested.push(params.request.url);
+    });
+    devtools.onEvent(
+      "Log.entryAdded",
+      ({ entry }) => page.log.push(`${entry.level}: ${entry.text}`),
+    );
+    for (const domain of ["Network", "Runtime", "Page", "Log"]) {
+      await devtools.send(`${domain}.enable`, {}, sessionId);
+    }
+    await devtools.send("Page.addScriptToEvaluateOnNewDocument", { source: RECORDER }, sessionId);
+    await page.resize(width, height);
+    return page;
+  }
+
+  send(method: string, params: Record<string, unknown> = {}) {
+    return this.devtools.send(method, params, this.sessionId);
+  }
+
+  /** The value of `expression` in the page (promises awaited); its exception fails the test. */
+  async evaluate<T>(expression: string): Promise<T> {
+    const answer = await this.send("Runtime.evaluate", {
+      expression,
+      awaitPromise: true,
+      returnByValue: true,
+    });
+    if (answer.exceptionDetails) {
+      throw new Error(
+        `in the page: ${JSON.stringify(answer.exceptionDetails)}\n${
+          this.devtools.pageLog.join("\n")
+        }`,
+      );
+    }
+    return answer.result.value as T;
+  }
+
+  /** Waits until `expression` is truthy in the page, for at most `ms`; answers its value. */
+  async until<T>(what: string, expression: string, ms = PATIENCE_MS): Promise<T> {
+    const end = performance.now() + ms;
+    for (;;) {
+      const value = await this.evaluate<T>(expression);
+      if (value) return value;
+      if (performance.now() > end) {
+        throw new Error(`the page did not show ${what} within ${ms} ms\n${this.problems()}`);
+      }
+      await sleep(25);
+    }
+  }
+
+  /** Opens `url` and waits for the page's script to start. */
+  async goto(url: string): Promise<void> {
+    await this.send("Page.navigate", { url });
+    await this.waitStarted();
+  }
+
+  async reload(): Promise<void> {
+    await this.send("Page.reload");
+    await this.waitStarted();
+  }
+
+  private async waitStarted() {
+    await this.until(
+      "its script running",
+      `document.readyState === "complete" && document.getElementById("status")?.dataset.status !== "starting"`,
+    );
+  }
+
+  async resize(width: number, height: number): Promise<void> {
+    await this.send("Emulation.setDeviceMetricsOverride", {
+      width,
+      height,
+      deviceScaleFactor: 1,
+      mobile: false,
+    });
+    // two frames: the layout at the new size is done
+    await this.evaluate(
+      "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))",
+    );
+  }
+
+  async screenshot(file: URL): Promise<Uint8Array> {
+    const { data } = await this.send("Page.captureScreenshot", { format: "png" });
+    const png = Uint8Array.fromBase64(data);
+    await Deno.writeFile(file, png);
+    return png;
+  }
+
+  read(): Promise<Shown> {
+    return this.evaluate<Shown>(READ_BOARD);
+  }
+
+  /**
+   * What of the board lies outside the screen, or wider than its part (the agents' table past its
+   * column, over the calls waiting): nothing when the page fits.
+   */
+  cutOff(): Promise<string[]> {
+    return this.evaluate<string[]>(`(() => {
+      const out = [];
+      const root = document.documentElement;
+      if (root.scrollWidth > innerWidth) out.push("wider than the screen: " + root.scrollWidth);
+      const parts = document.querySelectorAll(
+        ".bar, .tile, #agents tr, #agents button, [data-queue-calls]",
+      );
+      for (const part of parts) {
+        const box = part.getBoundingClientRect();
+        if (box.right > innerWidth + 0.5 || box.bottom > innerHeight + 0.5 || box.left < 0) {
+          out.push(part.tagName + " " + (part.className || part.dataset.agentId || "") +
+            " at " + JSON.stringify(box));
+        }
+      }
+      const table = document.getElementById("agents").getBoundingClientRect();
+      const column = document.querySelector("section.agents").getBoundingClientRect();
+      if (table.right > column.right + 0.5) out.push("the agents' table past its column");
+      return out;
+    })()`);
+  }
+
+  /** Clicks the element `selector` names (a button: its dialog opens, its form is sent…). */
+  click(selector: string): Promise<void> {
+    return this.evaluate(`document.querySelector(${JSON.stringify(selector)}).click()`);
+  }
+
+  /** Sets the value of the input `selector` names. */
+  fill(selector: string, value: string): Promise<void> {
+    return this.evaluate(
+      `document.querySelector(${JSON.stringify(selector)}).value = ${JSON.stringify(value)}`,
+    );
+  }
+
+  /** Signs in with the page's form. */
+  async signIn(user: string, password: string): Promise<void> {
+    await this.until("the sign-in form", `!document.getElementById("sign-in").hidden`);
+    await this.fill("#login", user);
+    await this.fill("#password", password);
+    await this.click("#sign-in-button");
+  }
+
+  /** The text of the element `id`. */
+  text(id: string): Promise<string> {
+    return this.evaluate(`document.getElementById(${JSON.stringify(id)}).textContent.trim()`);
+  }
+
+  /** The page's exceptions and the browser's errors, for a failure's message. */
+  problems(): string {
+    return [...this.devtools.pageLog, ...this.log].join("\n");
+  }
+
+  /** Whether the board shows `expected()` within `ms` (polled). */
+  async showing(expected: () => Promise<Shown>, ms: number): Promise<boolean> {
+    const want = JSON.stringify(await expected());
+    const end = performance.now() + ms;
+    for (;;) {
+      if (JSON.stringify(await this.read()) === want) return true;
+      if (performance.now() > end) return false;
+      await sleep(20);
+    }
+  }
+
+  /** Waits until the board shows `expected()` (read again at each try), for at most `ms`. */
+  async shows(
+    what: string,
+    expected: () => Promise<Shown>,
+    ms = PATIENCE_MS,
+    start = performance.now(),
+  ): Promise<void> {
+    let want = await expected();
+    let shown = await this.read();
+    for (let tries = 0; JSON.stringify(shown) !== JSON.stringify(want); tries++) {
+      if (performance.now() - start > ms) {
+        assert.deepEqual(shown, want, `${what}: not shown within ${ms} ms\n${this.problems()}`);
+      }
+      await sleep(20);
+      if (tries % 10 === 9) want = await expected(); // durations aside, what REST says may move on
+      shown = await this.read();
+    }
+  }
+}
+
+/** What the board must show for what the REST routes answer. */
+function boardOf(
+  queues: QueueFigures[],
+  calls: Map<number, { callerNumber: string }[]>,
+  agents: AgentFigures[],
+  callNumbers: Map<number, string> = new Map(),
+): Shown {
+  const names = new Map(queues.map((queue) => [queue.id, queue.displayName ?? queue.name]));
+  const labels: Record<string, string> = STATE_LABELS;
+  return {
+    status: "live",
+    board: true,
+    tiles: queues.toSorted((a, b) => a.id - b.id).map((queue) => ({
+      id: queue.id,
+      name: names.get(queue.id)!,
+      figures: {
+        waiting: String(queue.waitingCalls),
+        serviceLevel: queue.today.serviceLevelPercent === null
+          ? "–"
+          : `${queue.today.serviceLevelPercent}%`,
+        answered: String(queue.today.answered),
+        abandoned: String(queue.today.abandoned),
+        ready: String(queue.agents.ready),
+        busy: String(queue.agents.ringing + queue.agents.onCall + queue.agents.wrapup),
+        paused: String(queue.agents.paused),
+      },
+    })),
+    calls: Object.fromEntries(
+      queues.map((queue) => [
+        String(queue.id),
+        (calls.get(queue.id) ?? []).map((each) => each.callerNumber),
+      ]),
+    ),
+    agents: agents.toSorted((a, b) => Number(a.number) - Number(b.number) || a.id - b.id).map(
+      (agent) => ({
+        id: agent.id,
+        number: agent.number,
+        state: agent.state,
+        label: agent.state === "paused"
+          ? [labels.paused, agent.pausedReason].filter(Boolean).join(": ")
+          : agent.paused && agent.state !== "logged_out"
+          ? `${labels[agent.state]}, ${["paused", agent.pausedReason].filter(Boolean).join(": ")}`
+          : labels[agent.state]!,
+        call: callNumbers.get(agent.id) ?? "",
+        queues: agent.queues.map((queue) => names.get(queue.id)!).sort(),
+        answered: String(agent.today.answered),
+        missed: String(agent.today.missed),
+        pause: agent.paused ? "unpause" : "pause",
+        disabled: agent.state === "logged_out",
+      }),
+    ),
+  };
+}
+
+/** The REST figures of a supervisor's client (`get` answers a 2.0 route's JSON). */
+async function restFigures(get: <T>(path: string) => Promise<T>) {
+  const queues = await get<QueueFigures[]>("/supervision/queues");
+  const agents = await get<AgentFigures[]>("/supervision/agents");
+  const calls = new Map<number, { callerNumber: string }[]>();
+  for (const queue of queues) {
+    calls.set(queue.id, await get(`/supervision/queues/${queue.id}/calls`));
+  }
+  return { queues, agents, calls };
+}
+
+/** Nothing but `origin` was asked for (no CDN), and the page broke no rule. */
+function assertClean(page: Page, origin: string) {
+  const elsewhere = page.requested.filter((url) =>
+    !url.startsWith(`${origin}/`) && !url.startsWith("data:") &&
+    !url.startsWith(`${origin.replace(/^http/, "ws")}/`)
+  );
+  assert.deepEqual(elsewhere, [], "requests left svc's origin");
+  assert.ok(
+    page.requested.includes(`${origin}/supervision/app.js`) &&
+      page.requested.includes(`${origin}/supervision/model.js`) &&
+      page.requested.includes(`${origin}/supervision/style.css`),
+    page.requested.join("\n"),
+  );
+  const exceptions = page.devtools.pageLog.filter((line) => line.startsWith("exception"));
+  assert.deepEqual(exceptions, [], "the page threw");
+  const policy = page.log.filter((line) => /Content Security Policy/i.test(line));
+  assert.deepEqual(policy, [], "the page broke its Content Security Policy");
+}
+
+// --- the scenario, on the app served from this process -----------------------------------------
+
+/**
+ * The real app on a fresh `:memory:` store, as `tests/helpers.ts`'s `setup` builds it, but with
+ * the virtual clock starting a minute behind the real one: the page counts durations on the
+ * server's clock (the browser's, corrected by the `Date` of the server's answers when they differ
+ * by more than 2 s), which then stays well apart from the browser's while the scenario moves it
+ * on (about 20 s).
+ */
+async function appNearNow(env: Record<string, string>): Promise<TestContext> {
+  const clock = new ManualClock(Date.now() - 60_000);
+  const logs: string[] = [];
+  const config = loadConfig({ SVC_KV: ":memory:", ...env });
+  const services = await createServices(config, {
+    clock,
+    logger: createLogger("info", (line) => logs.push(line)),
+  });
+  await prepareStore(services);
+  return { services, app: createApp(services), clock, logs };
+}
+
+Deno.test({
+  name: "the wallboard shows the scenario's figures at each step, as the REST routes answer them",
+  ignore: noChromium,
+  async fn() {
+    await ensureDebianPackages(["chromium"], CHROMIUM_WHY);
+    const ctx = await appNearNow(WALLBOARD_SETTINGS);
+    // the answers' Date is the server's clock, virtual here: the page counts durations on it
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      async (request, info) => {
+        const response = await ctx.app.fetch(request, info);
+        if (response.status !== 101) {
+          response.headers.set("Date", new Date(ctx.clock.now()).toUTCString());
+        }
+        return response;
+      },
+    );
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    try {
+      const w = await wallboardWorld(ctx);
+      const api = await confd(ctx);
+      await api.create("/users", {
+        firstname: "Sam",
+        lastname: "Lead",
+        username: "sam",
+        password: "sam-pw",
+        supervision_enabled: true,
+      });
+      const reader = await supervisionReader(ctx, w);
+      const reading = await webServiceUser(ctx, ["svc.rest.supervision.#"]);
+      const token = await login(ctx, "webservice", reading.login);
+      const get = async <T>(path: string): Promise<T> => {
+        const response = await ctx.app.request(`${V2}${path}`, { headers: bearer(token) });
+        const text = await response.text();
+        assert.equal(response.status, 200, `${path}: ${text}`);
+        return JSON.parse(text);
+      };
+      const expected = async () => {
+        const { queues, agents, calls } = await restFigures(get);
+        const live = await ctx.services.platform.liveCalls();
+        const numbers = new Map(agents.map((agent) => [agent.id, callNumber(agent, live)]));
+        return boardOf(queues, calls, agents, numbers);
+      };
+      const phones = await simulatorPhones(ctx);
+
+      await withChromium(async (devtools) => {
+        const page = await Page.open(devtools, 1366, 768);
+        await page.goto(`${origin}/supervision`);
+        await page.signIn("sam", "sam-pw");
+        await page.shows("the board before the scenario", expected);
+
+        let slowest = 0;
+        await runWallboardScenario({
+          w,
+          phones,
+          async afterStep(index, _expected, step) {
+            const what = `step ${index + 1}: ${step.name}`;
+            const start = performance.now();
+            // the server's time passes (here virtual): the CTI feed refreshes 25 to 200 ms after
+            // a change; a change no event tells (a pause during a call or a wrap-up) shows with
+            // the refresh it runs every second
+            await ctx.clock.advance(REFRESH_INTERVAL_MS);
+            if (!await page.showing(expected, FIRST_LOOK_MS)) {
+              await ctx.clock.advance(SETTLE_MS - REFRESH_INTERVAL_MS);
+            }
+            // the time passed changed nothing the table says
+            assert.deepEqual(figureLines(await reader.figures()), normalized(step.figures), what);
+            await page.shows(what, expected, STEP_WITHIN_MS, start);
+            slowest = Math.max(slowest, performance.now() - start);
+            assert.deepEqual(await page.cutOff(), [], `cut off at 1366×768 after ${what}`);
+          },
+        });
+
+        console.log(`the slowest step showed on the page after ${slowest.toFixed(0)} ms`);
+        // the end of the scenario, on a laptop and on a wall TV: everything in view. The page
+        // is opened again first, to read the server's clock as it is now (it moved on faster
+        // than the browser's), as a page opened now would
+        await page.reload();
+        await page.shows("the board opened again", expected);
+        await Deno.mkdir(IMAGES, { recursive: true });
+        for (const [width, height] of [[1366, 768], [1920, 1080]] as const) {
+          await page.resize(width, height);
+          assert.deepEqual(await page.cutOff(), [], `cut off at ${width}×${height}`);
+          const png = await page.screenshot(new URL(`supervision-${width}x${height}.png`, IMAGES));
+          assert.deepEqual([...png.slice(1, 4)], [0x50, 0x4e, 0x47]); // "PNG"
+        }
+        assertClean(page, origin);
+      });
+    } finally {
+      ctx.services.cti.close();
+      ctx.services.feed.close();
+      await server.shutdown();
+      await ctx.services.sim!.close();
+      ctx.services.store.close();
+    }
+  },
+});
+
+// --- the rest, on the real server process ----------------------------------------------------
+
+/**
+ * A TCP relay on 127.0.0.1 to `upstream` (a port, set again when the server starts anew): the
+ * page's origin stays the same across server processes; a connection is closed both ways as soon
+ * as either side closes it (a dead server's sockets close the page's).
+ */
+function relay() {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const open = new Set<Deno.Conn>();
+  const tasks = new Set<Promise<void>>();
+  const close = (conn: Deno.Conn) => {
+    if (!open.delete(conn)) return;
+    try {
+      conn.close();
+    } catch {
+      // closed already
+    }
+  };
+  const state = { upstream: 0 };
+  const pass = async (client: Deno.Conn) => {
+    let server: Deno.Conn;
+    try {
+      server = await Deno.connect({ hostname: "127.0.0.1", port: state.upstream });
+    } catch {
+      return close(client); // the server is away: as a refused connection
+    }
+    open.add(server);
+    const pipes = [
+      client.readable.pipeTo(server.writable, { preventClose: true }),
+      server.readable.pipeTo(client.writable, { preventClose: true }),
+    ].map((pipe) => pipe.catch(() => {}));
+    await Promise.race(pipes);
+    close(client);
+    close(server);
+    await Promise.all(pipes);
+  };
+  const accepting = (async () => {
+    try {
+      for await (const client of listener) {
+        open.add(client);
+        const task = pass(client);
+        tasks.add(task);
+        task.finally(() => tasks.delete(task));
+      }
+    } catch {
+      // the listener closed
+    }
+  })();
+  return {
+    origin: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    state,
+    async close() {
+      listener.close();
+      await accepting;
+      for (const conn of [...open]) close(conn);
+      await Promise.all([...tasks]);
+    },
+  };
+}
+
+Deno.test({
+  name: "the wallboard on the real server: who may sign in, its buttons, thresholds, reconnection",
+  ignore: noChromium,
+  async fn() {
+    await ensureDebianPackages(["chromium"], CHROMIUM_WHY);
+    const front = relay();
+    try {
+      await withTempDir(async (dir) => {
+        const env = { SVC_KV: `${dir}/svc.kv`, SVC_DEMO: "true" };
+        let server: RunningServer = await startServer(env);
+        front.state.upstream = server.port;
+        try {
+          const ws = await loginTo(server, "webservice", "demo-ws", "demo-ws-secret");
+          const get = async <T>(path: string): Promise<T> =>
+            (await expectStatus(200, server, "GET", `${V2}${path}`, { token: ws })).body;
+          const expected = async () => {
+            const { queues, agents, calls } = await restFigures(get);
+            return boardOf(queues, calls, agents);
+          };
+          const support = await expectStatus(201, server, "POST", "/1.1/queues", {
+            token: ws,
+            body: { name: "support", number: "3001", display_name: "Support" },
+          });
+          const [sales] = await get<QueueFigures[]>("/supervision/queues");
+          const [agent] = await get<AgentFigures[]>("/supervision/agents");
+          assert.ok(sales && agent, "the demo's queue sales and its agent 8001");
+          const agentNow = async () =>
+            (await get<AgentFigures[]>("/supervision/agents")).find((a) => a.id === agent.id)!;
+          /** Waits until the REST routes tell what a button did (`test` of the agent). */
+          const done = async (what: string, test: (agent: AgentFigures) => boolean) => {
+            const end = performance.now() + PATIENCE_MS;
+            let now = await agentNow();
+            while (!test(now)) {
+              if (performance.now() > end) assert.fail(`${what}: ${JSON.stringify(now)}`);
+              await sleep(50);
+              now = await agentNow();
+            }
+          };
+          const row = `#agents tr[data-agent-id="${agent.id}"]`;
+          const logIn = () =>
+            expectStatus(204, server, "POST", `/agents/by-number/${agent.number}/login`, {
+              token: ws,
+              body: { extension: "1002", context: "default" },
+            });
+
+          await withChromium(async (devtools) => {
+            const page = await Page.open(devtools, 1366, 768);
+            await page.goto(`${front.origin}/supervision`);
+
+            // --- who may sign in
+            assert.equal(
+              await page.evaluate("document.body.dataset.sso"),
+              JSON.stringify({ cas: null, kerberos: false }),
+              "no single sign-on set up",
+            );
+            assert.equal(await page.evaluate(`document.getElementById("sso").hidden`), true);
+            await page.signIn("alice", "not-her-password");
+            await page.until(
+              "a wrong password refused",
+              `document.getElementById("sign-in-error").textContent`,
+            );
+            assert.equal(
+              await page.text("sign-in-error"),
+              "Wrong login or password, or no such CTI user.",
+            );
+            await page.signIn("bob", "bob-demo");
+            await page.until(
+              "bob refused",
+              `document.getElementById("sign-in-error").textContent.includes("bob")`,
+            );
+            assert.equal(
+              await page.text("sign-in-error"),
+              "bob is no supervisor: sign in as a CTI user whose supervision is enabled.",
+            );
+            assert.equal(await page.evaluate(`document.getElementById("board").hidden`), true);
+            assert.equal(await page.evaluate(`sessionStorage.length`), 0, "no token kept");
+
+            await page.signIn("alice", "alice-demo");
+            await page.shows("alice's board", expected);
+            assert.equal(await page.text("who"), "alice");
+
+            // --- the buttons of an agent's row
+            await logIn();
+            await page.shows("the agent logged in", expected);
+            assert.equal((await agentNow()).state, "ready");
+
+            await page.click(`${row} [data-action="pause"]`);
+            await page.until("the pause dialog", `document.getElementById("pause-dialog").open`);
+            await page.fill("#pause-reason", "coaching");
+            await page.click(`#pause-dialog button[value="ok"]`);
+            await done("paused", (a) => a.state === "paused" && a.pausedReason === "coaching");
+            await page.shows("the agent paused", expected);
+            assert.equal(
+              await page.evaluate(`document.querySelector('${row} .state').textContent`),
+              "Paused: coaching",
+            );
+
+            await page.click(`${row} [data-action="unpause"]`);
+            await done("unpaused", (a) => a.state === "ready" && !a.paused);
+            await page.shows("the agent back", expected);
+
+            await page.click(`${row} [data-action="queues"]`);
+            await page.until("the queues dialog", `document.getElementById("queues-dialog").open`);
+            await page.click(`#member-${support.body.id}`); // joins support…
+            await page.fill(`#queues-dialog-rows tr:nth-child(2) input[type="number"]`, "2");
+            await page.click(`#member-${sales.id}`); // …and leaves sales
+            await page.click(`#queues-dialog button[value="ok"]`);
+            await done(
+              "in support alone, penalty 2",
+              (a) => JSON.stringify(a.queues.map((q) => [q.name, q.penalty])) === '[["support",2]]',
+            );
+            await page.shows("the agent's new queues", expected);
+
+            await page.click(`${row} [data-action="logout"]`);
+            await page.until("the logout dialog", `document.getElementById("logout-dialog").open`);
+            await page.click(`#logout-dialog button[value="ok"]`);
+            await done("logged out", (a) => a.state === "logged_out");
+            await page.shows("the agent logged out", expected);
+
+            // --- thresholds, kept in this browser
+            const waitingLevel = `document.querySelector('.tile[data-queue-id="${sales.id}"] ` +
+              `[data-figure="waiting"]').dataset.level`;
+            assert.equal(await page.evaluate(waitingLevel), "ok");
+            await page.click("#thresholds-button");
+            await page.until("the thresholds", `document.getElementById("thresholds-dialog").open`);
+            await page.fill(`[name="waiting.warn"]`, "0");
+            await page.fill(`[name="waiting.alert"]`, "0");
+            await page.click(`#thresholds-form button[value="save"]`);
+            await page.until("red past the new threshold", `${waitingLevel} === "alert"`);
+            const stored = {
+              waiting: { warn: 0, alert: 0 },
+              longestWait: { warn: 30, alert: 60 },
+              serviceLevel: { warn: 80, alert: 60 },
+              abandoned: { warn: 5, alert: 10 },
+            };
+            const kept = `localStorage.getItem("svc.supervision.thresholds")`;
+            assert.deepEqual(JSON.parse(await page.evaluate(kept)), stored);
+            await page.reload(); // signed in still (the tab's session), the thresholds kept
+            await page.shows("the board after a reload", expected);
+            assert.equal(await page.evaluate(waitingLevel), "alert");
+            await page.click("#thresholds-button");
+            assert.equal(
+              await page.evaluate(`document.querySelector('[name="waiting.warn"]').value`),
+              "0",
+            );
+            await page.click(`#thresholds-form button[value="reset"]`);
+            await page.until("the defaults again", `${waitingLevel} === "ok"`);
+            assert.equal(await page.evaluate(kept), null);
+
+            // --- the socket closes: the page opens another by itself
+            const sockets = () => page.evaluate<number>("window.__sockets.length");
+            const before = await sockets();
+            await page.evaluate(`window.__statuses.length = 0;
+              for (const socket of window.__sockets) if (socket.readyState === 1) socket.close();`);
+            await page.until("a new socket", `window.__sockets.length > ${before}`);
+            await logIn(); // what changed meanwhile shows
+            await page.shows("the board on the new socket", expected);
+            assert.deepEqual(await page.evaluate("window.__statuses"), [
+              "reconnecting",
+              "live",
+            ]);
+
+            // --- the server dies and comes back on the same store: the page follows by itself
+            await page.evaluate("window.__statuses.length = 0");
+            await server.kill();
+            await page.until(
+              "the connection lost",
+              `document.getElementById("status").dataset.status === "reconnecting"`,
+            );
+            assert.match(await page.text("status"), /^Connection lost: reconnecting in \d+ s$/);
+            server = await startServer(env);
+            front.state.upstream = server.port;
+            await page.until(
+              "live again",
+              `document.getElementById("status").dataset.status === "live"`,
+              60_000, // the page's backoff grows while the server is away: 1, 2, 4, 8… s
+            );
+            await page.shows("the board of the new process", expected);
+            const agentAfter = await agentNow();
+            assert.equal(agentAfter.state, "logged_out", "the simulator started anew");
+            assert.equal(await page.text("who"), "alice", "still signed in");
+
+            assertClean(page, front.origin);
+          });
+        } finally {
+          await server.stop();
+        }
+      });
+    } finally {
+      await front.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "the real server serves the wallboard: its single sign-on filled in, its files, 404 else",
+  async fn() {
+    await withTempDir(async (dir) => {
+      const server = await startServer({
+        SVC_KV: `${dir}/svc.kv`,
+        SVC_CAS_URL: "https://cas.example.com/cas",
+      });
+      try {
+        const page = await fetch(`${server.baseUrl}/supervision`);
+        assert.equal(page.status, 200);
+        assert.match(page.headers.get("content-type") ?? "", /^text\/html/);
+        assert.match(page.headers.get("content-security-policy") ?? "", /default-src 'self'/);
+        const html = await page.text();
+        assert.ok(
+          html.includes(
+            'data-sso="{&quot;cas&quot;:&quot;https://cas.example.com/cas&quot;,' +
+              '&quot;kerberos&quot;:false}"',
+          ),
+          html.slice(0, 600),
+        );
+        for (const [name, type] of [["app.js", /^text\/javascript/], ["style.css", /^text\/css/]]) {
+          const file = await fetch(`${server.baseUrl}/supervision/${name}`);
+          assert.equal(file.status, 200, String(name));
+          assert.match(file.headers.get("content-type") ?? "", type as RegExp);
+          await file.body?.cancel();
+        }
+        const missing = await call(server, "GET", "/supervision/index.html");
+        assert.equal(missing.status, 404);
+        assert.equal(missing.body.error, "NotFound");
+        const post = await call(server, "POST", "/supervision");
+        assert.equal(post.status, 405);
+      } finally {
+        await server.stop();
+      }
+    });
+  },
+});
