@@ -26,7 +26,10 @@
  * Password hashing and users imports (`bench/hashing.ts`): t_hash, imports with and without
  * passwords, a login storm and `GET /health` meanwhile, each next to its floor or bare baseline.
  * The write path (`bench/writes.ts`), cold start and idle memory (`bench/startup.ts`), memory after
- * malformed requests (`bench/memory.ts`): rows next to their baselines (`bench/rows.ts`).
+ * malformed requests (`bench/memory.ts`): rows next to their baselines (`bench/rows.ts`). Supervision
+ * at 500 agents in 50 queues (`bench/supervision.ts`): `GET /supervision/agents` and `…/queues`
+ * under wrk next to bare JSON answers of their size, and the delay from a change to a supervisor's
+ * page (its CTI socket) next to a bare WebSocket broadcast.
  *
  * `deno task bench PART…` runs some parts only (`PARTS`); with `--json`, a last line holds every
  * figure. `BENCH_PROFILE=1` profiles the server under each wrk scenario (`bench/profile.ts`).
@@ -50,11 +53,14 @@ import {
 } from "./processes.ts";
 import { startAmiReplay } from "../tests/peers/ami_replay.ts";
 import { amiParserBench } from "./ami.ts";
+import { amiLoadBench } from "./ami_load.ts";
+import { dayBench } from "./day.ts";
 import { memoryBench } from "./memory.ts";
 import { startProfile } from "./profile.ts";
 import { printRows, type Row } from "./rows.ts";
 import { hashingBench } from "./hashing.ts";
 import { startupBench } from "./startup.ts";
+import { supervisionBench } from "./supervision.ts";
 import { writesBench } from "./writes.ts";
 import { systemClock } from "../lib/clock.ts";
 import { EventExport } from "../lib/events/export.ts";
@@ -775,8 +781,16 @@ function luaScript(target: Target): string {
   return lines.join("\n") + "\n";
 }
 
-async function wrk(target: Target): Promise<Figures> {
-  const args = ["-t", threads, "-c", connections, "-d", `${seconds}s`, "--latency"];
+async function wrk(target: Target, options: { connections?: string } = {}): Promise<Figures> {
+  const args = [
+    "-t",
+    threads,
+    "-c",
+    options.connections ?? connections,
+    "-d",
+    `${seconds}s`,
+    "--latency",
+  ];
   for (const [name, value] of Object.entries(target.headers ?? {})) {
     args.push("-H", `${name}: ${value}`);
   }
@@ -878,11 +892,14 @@ const PARTS = [
   "events",
   "dial",
   "ami",
+  "amiload",
   "cti",
   "writes",
   "hashing",
   "startup",
   "memory",
+  "supervision",
+  "day",
 ] as const;
 type Part = typeof PARTS[number];
 
@@ -940,6 +957,10 @@ async function main(): Promise<void> {
     const parsed = await amiParserBench();
     for (const { name, count, ms } of parsed) rates.push({ name: `AMI ${name}`, count, ms });
   }
+  if (parts.has("amiload")) {
+    console.log("- the Asterisk adapter under load: 50 calls in flight, a flood of events");
+    rows.push(...await amiLoadBench());
+  }
   if (parts.has("cti")) {
     // the delays suffer from whatever else runs on the machine: say how busy it was
     const load = Deno.loadavg()[0]!.toFixed(2);
@@ -964,6 +985,14 @@ async function main(): Promise<void> {
   if (parts.has("memory")) {
     console.log("- RSS after 10,000 malformed requests");
     rows.push(...await memoryBench());
+  }
+  if (parts.has("supervision")) {
+    await ensureWrk();
+    rows.push(...await supervisionBench({ kv, wrk, seconds }));
+  }
+  if (parts.has("day")) {
+    console.log("- a day of traffic on the simulator (100,000 calls), then the idle period");
+    rows.push(...await dayBench());
   }
   console.log();
   if (results.length) printTable(results);

@@ -245,6 +245,8 @@ async function atCurrentVersion<T>(store: Store, name: string, read: () => Promi
     versionReads.set(store, versionRead);
   }
   const version = await versionRead();
+  // never written: a writer that does not move it (an older svc on the same store) may be at work
+  if (version === null) return await read();
   let snapshot = snapshots.get(store);
   if (snapshot?.version !== version) {
     snapshot = { version, reads: new Map() };

@@ -16,6 +16,7 @@ import type { AgentPresence, AgentStateName } from "../platform/port.ts";
 import { type AgentRecord, listAgents } from "../store/agents.ts";
 import { type ExtensionRecord, extensions } from "../store/extensions.ts";
 import { listQueues, type QueueRecord } from "../store/queues.ts";
+import { sharedRead } from "../store/shared_read.ts";
 import {
   AGENT_STATS,
   type AgentMark,
@@ -226,13 +227,35 @@ export type AgentFigures = z.infer<typeof AGENT_FIGURES>;
 const NO_COUNTS = zeros(AGENT_STATS);
 
 /**
+ * Per services, the figures of every agent, read once for the callers asking while a read runs
+ * (`sharedRead`: each gets a read begun after it asked).
+ */
+const everyAgentsFigures = new WeakMap<CoreServices, () => Promise<AgentFigures[]>>();
+
+/**
  * Every agent (or those of the queues `queueIds`), in id order: what it does now, its queues,
- * and its figures since midnight (the default time zone's).
+ * and its figures since midnight (the default time zone's). The callers asking for every agent
+ * while its figures are being read share the next read, begun after they asked (500 agents: about
+ * a millisecond of work each, bench/README.md "Supervision"): treat the answer as read-only.
  *
  * @example
  * const agents = await agentFigures(services);
  */
-export async function agentFigures(
+export function agentFigures(
+  services: CoreServices,
+  queueIds?: number[],
+): Promise<AgentFigures[]> {
+  if (queueIds !== undefined) return readAgentFigures(services, queueIds);
+  let shared = everyAgentsFigures.get(services);
+  if (!shared) {
+    shared = sharedRead(() => readAgentFigures(services));
+    everyAgentsFigures.set(services, shared);
+  }
+  return shared();
+}
+
+/** {@link agentFigures}, read now. */
+async function readAgentFigures(
   services: CoreServices,
   queueIds?: number[],
 ): Promise<AgentFigures[]> {
