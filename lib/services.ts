@@ -13,7 +13,7 @@ import { Metrics } from "./metrics.ts";
 import { AsteriskPlatform } from "./platform/asterisk/mod.ts";
 import type { Platform } from "./platform/port.ts";
 import { SimPlatform } from "./platform/sim/mod.ts";
-import { recordCalls } from "./store/call_history.ts";
+import { recordCallsOnce } from "./store/call_history.ts";
 import { Store } from "./store/store.ts";
 import { Supervision } from "./supervision/mod.ts";
 
@@ -104,6 +104,8 @@ function asterisk(config: Config, store: Store, clock: Clock, logger: Logger): A
       port: config.amiPort,
       username: config.amiUsername ?? "",
       secret: config.amiSecret ?? "",
+      keepaliveMs: config.amiKeepaliveMs,
+      timeoutMs: config.amiTimeoutMs,
     },
     configDir: config.asteriskConfigDir ?? "",
     recordingsDir: config.asteriskRecordingsDir ?? "",
@@ -112,17 +114,18 @@ function asterisk(config: Config, store: Store, clock: Clock, logger: Logger): A
 
 /**
  * Platform events go to the outbox first (decisions §7: durable before anything else sees them),
- * finished calls to the call history.
+ * finished calls to the call history; each event once (its id: a process taking the platform over
+ * hands over again what it saw, docs/asterisk.md).
  */
 function connectPlatform(platform: Platform, events: EventExport, store: Store): void {
   platform.onEvents(async (platformEvents) => {
     const messages = platformEvents.flatMap((event) =>
-      event.kind === "phone" || event.kind === "agent" ? [platformMessage(event)] : []
+      event.kind === "phone" || event.kind === "agent"
+        ? [{ id: event.id, message: platformMessage(event) }]
+        : []
     );
-    if (messages.length) await events.publish(messages);
-    const records = platformEvents.flatMap((event) =>
-      event.kind === "call_ended" ? event.records : []
-    );
-    if (records.length) await recordCalls(store, records);
+    if (messages.length) await events.publishOnce(messages);
+    const ended = platformEvents.filter((event) => event.kind === "call_ended");
+    if (ended.length) await recordCallsOnce(store, ended);
   });
 }

@@ -24,6 +24,7 @@
  */
 import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
+import { writeOnce } from "../store/platform_done.ts";
 import type { Store } from "../store/store.ts";
 import type { ExportedMessage } from "./messages.ts";
 import {
@@ -38,6 +39,7 @@ import {
   idTime,
   type LastError,
   lastError,
+  lastLoggedId,
   type LogEntry,
   loggedEvents,
   oldestPending,
@@ -136,6 +138,18 @@ interface QueuedWrite {
   messages: ExportedMessage[];
   to: Omit<EventTargets, "writer">;
   done: PromiseWithResolvers<void>;
+  /**
+   * {@link EventExport.publishOnce}'s: the platform event id of each message (undefined: none);
+   * written alone, each id once. `written` counts what was.
+   */
+  once?: { ids: (string | undefined)[]; written: number };
+}
+
+/** A platform event's message, with the event's id (see {@link EventExport.publishOnce}). */
+export interface IdentifiedMessage {
+  /** The platform event's id; undefined: published as {@link EventExport.publish} does. */
+  id: string | undefined;
+  message: ExportedMessage;
 }
 
 /** Delays before the 1st, 2nd, … retry; the last one repeats. */
@@ -264,6 +278,19 @@ export class EventExport {
   }
 
   /**
+   * As {@link publish}, each message of a platform event published once whatever the number of
+   * times and processes publishing it (docs/asterisk.md, "Several svc processes"): a message whose
+   * `id` is marked as published (`lib/store/platform_done.ts`) is skipped, the others are written
+   * with their mark, in commits of at most 10, in order. Answers how many were written.
+   */
+  async publishOnce(messages: IdentifiedMessage[]): Promise<number> {
+    if (messages.length === 0) return 0;
+    const once = { ids: messages.map((m) => m.id), written: 0 };
+    await this.#write(messages.map((m) => m.message), this.#targets(), once);
+    return once.written;
+  }
+
+  /**
    * Gives `messages` their ids for the atomic operation of the change causing them (decisions §7:
    * the change and its events are durable together, or not at all): the answer's `add(op)` puts
    * their writes in that operation. Once it is committed, call {@link committed}; a staged set
@@ -319,9 +346,13 @@ export class EventExport {
   }
 
   /** Writes `messages` under new ids, with the publications queued meanwhile, then wakes up delivery. */
-  async #write(messages: ExportedMessage[], to: Omit<EventTargets, "writer">): Promise<void> {
+  async #write(
+    messages: ExportedMessage[],
+    to: Omit<EventTargets, "writer">,
+    once?: QueuedWrite["once"],
+  ): Promise<void> {
     const done = Promise.withResolvers<void>();
-    this.#queued.push({ messages, to, done });
+    this.#queued.push({ messages, to, done, once });
     this.#writing ??= this.#drain();
     await done.promise;
     this.#kick();
@@ -330,11 +361,15 @@ export class EventExport {
   /** Writes the queued publications, those of the same targets together, until none is left. */
   async #drain(): Promise<void> {
     while (this.#queued.length) {
-      const { to } = this.#queued[0]!;
+      const { to, once } = this.#queued[0]!;
+      if (once) {
+        await this.#writeOnce(this.#queued.shift()!);
+        continue;
+      }
       let count = 1;
       while (
         count < this.#queued.length && this.#queued[count]!.to.toOutbox === to.toOutbox &&
-        this.#queued[count]!.to.retentionMs === to.retentionMs
+        this.#queued[count]!.to.retentionMs === to.retentionMs && !this.#queued[count]!.once
       ) count++;
       const batch = this.#queued.splice(0, count);
       try {
@@ -347,6 +382,36 @@ export class EventExport {
       }
     }
     this.#writing = null;
+  }
+
+  /** Writes a {@link publishOnce} publication: each id once, 10 per commit at most. */
+  async #writeOnce({ messages, to, done, once }: QueuedWrite): Promise<void> {
+    try {
+      const targets = { ...to, writer: this.#ids.suffix };
+      const items = messages.map((message, i) => ({ id: once!.ids[i], message }));
+      const commits = await writeOnce(
+        this.options.store,
+        "outbox",
+        items,
+        (op, chunk) => {
+          const entries = chunk.map(({ message }) => this.#entry(message));
+          addEvents(op, entries, targets);
+          return entries;
+        },
+        // another process published some of them (a takeover): the rest, and what follows, get
+        // ids after the last it published, whatever the two clocks say (each user's order)
+        async () => {
+          const last = await lastLoggedId(this.options.store);
+          if (last !== null) this.#ids.next(last);
+        },
+      );
+      const entries = commits.flatMap(({ result }) => result);
+      once!.written = entries.length;
+      if (to.retentionMs > 0) this.#tellWritten(entries);
+      done.resolve();
+    } catch (error) {
+      done.reject(error);
+    }
   }
 
   /** Hands newly logged events to the written listeners; one throwing does not stop the others. */

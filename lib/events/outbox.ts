@@ -225,6 +225,12 @@ export async function outboxBatch(
   return entries.map((entry) => entry.value);
 }
 
+/** The id of the last event of the event log (the greatest), null when it is empty. */
+export async function lastLoggedId(store: Store): Promise<string | null> {
+  const [last] = await store.list({ prefix: [EVENT_LOG] }, { reverse: true, limit: 1 });
+  return last === undefined ? null : String(last.key[1]);
+}
+
 /** The publication time (ms) an id starts with. */
 export function idTime(id: string): number {
   return Number(id.slice(0, 13));

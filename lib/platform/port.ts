@@ -30,8 +30,18 @@ export type PhoneEventType =
   | "EventOnHold"
   | "EventFailure";
 
+/**
+ * What every platform event may carry: its id, the same in every svc process that saw what caused
+ * it (docs/asterisk.md, "Several svc processes"), so that the listeners writing it to the store do
+ * it once (`lib/store/platform_done.ts`) whichever process hands it over, and however many times.
+ * Absent: the event is written as it comes, with no such check.
+ */
+export interface PlatformEventId {
+  id?: string;
+}
+
 /** Something that happened on a user's phone (decisions §7). */
-export interface PhoneEvent {
+export interface PhoneEvent extends PlatformEventId {
   kind: "phone";
   userId: number;
   username: string;
@@ -57,7 +67,7 @@ export type AgentStateName =
   | "AgentOnWrapup";
 
 /** An agent changed state (decisions §7). */
-export interface AgentStateEvent {
+export interface AgentStateEvent extends PlatformEventId {
   kind: "agent";
   agentId: number;
   agentNumber: string;
@@ -71,7 +81,7 @@ export interface AgentStateEvent {
 }
 
 /** A call finished: one history record per user involved (decisions §8). */
-export interface CallEnded {
+export interface CallEnded extends PlatformEventId {
   kind: "call_ended";
   linkedId: string;
   records: CallRecord[];
@@ -82,7 +92,7 @@ export interface CallEnded {
  * was `answered` by an agent after `waitMs`, was `abandoned` (its caller hung up) or left on the
  * queue's `timeout` after `waitMs`, and, answered, was `completed` after `talkMs` with the agent.
  */
-export interface QueueCallEvent {
+export interface QueueCallEvent extends PlatformEventId {
   kind: "queue_call";
   event: "joined" | "answered" | "abandoned" | "timeout" | "completed";
   queueId: number;
@@ -118,7 +128,8 @@ export type PlatformEvent = PhoneEvent | AgentStateEvent | CallEnded | QueueCall
 /**
  * Listener of platform events. The platform awaits it before it goes on, and calls it with the
  * events of one step in order, one call at a time, so a listener that writes them to the store
- * keeps them in order.
+ * keeps them in order. An event with an `id` may be handed over again (by another process taking
+ * over, with the events it saw): a listener writing to the store writes it once per id.
  */
 export type PlatformListener = (events: PlatformEvent[]) => Promise<void>;
 

@@ -3,6 +3,7 @@
  * `["call_history", userId, startMs, id]` so that "last n calls" and "calls of the last n days"
  * are one reverse range read that returns only what it answers.
  */
+import { writeOnce } from "./platform_done.ts";
 import type { Store } from "./store.ts";
 
 /** How the call went for the record's user. */
@@ -40,6 +41,23 @@ export async function recordCalls(store: Store, records: CallRecord[]): Promise<
       return op;
     });
   }
+}
+
+/**
+ * Writes the records of finished calls, each call's once whatever the number of times and
+ * processes writing it (docs/asterisk.md, "Several svc processes"): a call whose `id` (the
+ * platform event's) is marked as written is skipped, the others are written with their mark, a
+ * call's records together, 10 calls per commit at most. A call without `id` is written as
+ * {@link recordCalls} does. Answers how many calls were written.
+ */
+export async function recordCallsOnce(
+  store: Store,
+  calls: readonly { id?: string; records: CallRecord[] }[],
+): Promise<number> {
+  const commits = await writeOnce(store, "history", calls, (op, chunk) => {
+    for (const call of chunk) for (const record of call.records) op.set(historyKey(record), record);
+  });
+  return commits.reduce((sum, commit) => sum + commit.items.length, 0);
 }
 
 /** The user's last `size` calls, newest first. */

@@ -10,6 +10,11 @@ export interface Lease {
   owner: string;
   /** The lease is free once this time (ms) has passed: a process that died loses it by itself. */
   until: number;
+  /**
+   * How well placed its holder is to do the work (the platform lease: 1 connected to the PBX, 0
+   * not); a process placed better takes the lease at once. Absent: 0.
+   */
+  strength?: number;
 }
 
 /** What taking the lease found. */
@@ -25,7 +30,8 @@ export interface LeaseTaken {
 
 /**
  * Takes or renews the lease for `owner` until `now + leaseMs` when it is free, expired or already
- * `owner`'s. The check on the versionstamp makes two processes racing for it agree on one winner.
+ * `owner`'s, or (with `strength`) held by a process of a lower strength (see {@link Lease}). The
+ * check on the versionstamp makes two processes racing for it agree on one winner.
  */
 export async function takeLeaseAt(
   store: Store,
@@ -34,12 +40,16 @@ export async function takeLeaseAt(
   now: number,
   leaseMs: number,
   releasedAs: string | null = null,
+  strength?: number,
 ): Promise<LeaseTaken> {
   const current = await store.get<Lease>(key);
-  if (current.value && current.value.owner !== owner && current.value.until > now) {
+  if (
+    current.value && current.value.owner !== owner && current.value.until > now &&
+    (strength ?? 0) <= (current.value.strength ?? 0)
+  ) {
     return { held: false, untouched: false };
   }
-  const lease: Lease = { owner, until: now + leaseMs };
+  const lease: Lease = { owner, until: now + leaseMs, ...(strength !== undefined && { strength }) };
   const result = await store.commit((op) =>
     op.check({ key, versionstamp: current.versionstamp }).set(key, lease)
   );

@@ -17,6 +17,7 @@
  * Days older than the retention are deleted by {@link pruneDaysBefore}.
  */
 import type { AgentStateName } from "../platform/port.ts";
+import { doneKey, markDone, writeOnce } from "./platform_done.ts";
 import { sharedRead } from "./shared_read.ts";
 import type { Store } from "./store.ts";
 
@@ -180,6 +181,26 @@ export async function getAgentMark(
   return { mark: entry.value, versionstamp: entry.versionstamp };
 }
 
+/**
+ * As {@link getAgentMark}, and whether the state change of the platform event `eventId` was
+ * counted already (`lib/store/platform_done.ts`), in one read.
+ */
+export async function getAgentMarkFor(
+  store: Store,
+  agentId: number,
+  eventId: string,
+): Promise<{ mark: AgentMark | null; versionstamp: string | null; counted: boolean }> {
+  const [entry, done] = await store.getMany<unknown>([
+    markKey(agentId),
+    doneKey("supervision", eventId),
+  ]);
+  return {
+    mark: entry!.value as AgentMark | null,
+    versionstamp: entry!.versionstamp,
+    counted: done!.versionstamp !== null,
+  };
+}
+
 /** Every agent's mark, by agent id. */
 export async function listAgentMarks(store: Store): Promise<Map<number, AgentMark>> {
   const entries = await store.list<AgentMark>({ prefix: [MARK] });
@@ -189,7 +210,8 @@ export async function listAgentMarks(store: Store): Promise<Map<number, AgentMar
 /**
  * Writes the agent's new mark with the counter changes its state change brings, in one commit
  * checked against the mark as it was read (`versionstamp`); answers false when it moved meanwhile
- * (nothing was written: read it again).
+ * (nothing was written: read it again). With `eventId` (the state change's platform event id),
+ * the commit also marks that event counted, and fails when it already was.
  */
 export async function markAgent(
   store: Store,
@@ -197,13 +219,31 @@ export async function markAgent(
   versionstamp: string | null,
   mark: AgentMark,
   changes: CounterChange[],
+  eventId?: string,
 ): Promise<boolean> {
   const result = await store.commit((op) => {
     op.check({ key: markKey(agentId), versionstamp });
+    if (eventId !== undefined) markDone(op, "supervision", eventId);
     counterMutations(op, changes);
     return op.set(markKey(agentId), mark);
   });
   return result.ok;
+}
+
+/**
+ * Applies the counter changes of queue call events, each event's once (its `id`, see
+ * `lib/store/platform_done.ts`): `changes` tells an event's; events already counted are skipped,
+ * the others counted with their mark, 10 per commit at most. Answers the events counted.
+ */
+export async function addCountersOnce<T extends { id?: string }>(
+  store: Store,
+  events: readonly T[],
+  changes: (event: T) => CounterChange[],
+): Promise<T[]> {
+  const commits = await writeOnce(store, "supervision", events, (op, chunk) => {
+    counterMutations(op, chunk.flatMap(changes));
+  });
+  return commits.flatMap((commit) => commit.items);
 }
 
 /** Deletes the counters of the days before `day`; answers how many counters went. */

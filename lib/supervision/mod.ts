@@ -15,7 +15,13 @@ import type { CoreServices } from "../core_services.ts";
 import type { AgentStateEvent, PlatformEvent, QueueCallEvent } from "../platform/port.ts";
 import type { Registry } from "../prom_client.ts";
 import { listQueues } from "../store/queues.ts";
-import { addCounters, getAgentMark, markAgent, pruneDaysBefore } from "../store/supervision.ts";
+import {
+  addCountersOnce,
+  getAgentMark,
+  getAgentMarkFor,
+  markAgent,
+  pruneDaysBefore,
+} from "../store/supervision.ts";
 import { agentStateChanges, agentZone, queueCallChanges, supervisionSettings } from "./counting.ts";
 import { addDays, dayOf } from "./days.ts";
 import { type QueueCallCounter, registerSupervisionMetrics } from "./metrics.ts";
@@ -88,13 +94,13 @@ export class Supervision {
     if (!calls.length && !agents.length) return;
     if (calls.length) {
       const names = await this.#names(calls.map((event) => event.queueId));
-      await addCounters(
+      // each event once, whatever the number of processes handing it over (its id)
+      const counted = await addCountersOnce(
         this.services.store,
-        calls.flatMap((event) =>
-          queueCallChanges(event, now, this.settings, names.get(event.queueId))
-        ),
+        calls,
+        (event) => queueCallChanges(event, now, this.settings, names.get(event.queueId)),
       );
-      for (const event of calls) this.#countCall(event, names.get(event.queueId) ?? "");
+      for (const event of counted) this.#countCall(event, names.get(event.queueId) ?? "");
     }
     for (const event of agents) await this.#agentState(event, now);
     await this.#pruneOnNewDay(now);
@@ -121,14 +127,22 @@ export class Supervision {
     return pruneDaysBefore(this.services.store, addDays(today, 1 - this.settings.retentionDays));
   }
 
-  /** Closes the agent's previous state and marks its new one, with their counters, in one commit. */
+  /**
+   * Closes the agent's previous state and marks its new one, with their counters, in one commit;
+   * an event with an id already counted (handed over again by another process) is skipped.
+   */
   async #agentState(event: AgentStateEvent, now: number): Promise<void> {
     const { store, platform } = this.services;
     const presence = await platform.agentPresence(event.agentId);
     for (let attempt = 1; attempt <= MARK_ATTEMPTS; attempt++) {
-      const { mark, versionstamp } = await getAgentMark(store, event.agentId);
+      const { mark, versionstamp, counted } = event.id === undefined
+        ? { ...await getAgentMark(store, event.agentId), counted: false }
+        : await getAgentMarkFor(store, event.agentId, event.id);
+      if (counted) return;
       const next = agentStateChanges(mark, event, presence, now, this.settings);
-      if (await markAgent(store, event.agentId, versionstamp, next.mark, next.changes)) return;
+      if (
+        await markAgent(store, event.agentId, versionstamp, next.mark, next.changes, event.id)
+      ) return;
     }
     this.services.logger.warn("agent state not counted: its mark kept moving", {
       agentId: event.agentId,

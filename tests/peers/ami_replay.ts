@@ -8,6 +8,11 @@
  * ActionID) or auto (played by itself: the phones' and the recorder's side of the scenario; its
  * own response and list items are not sent). Any other client action gets a plausible answer
  * from the fallback library built from all transcripts.
+ *
+ * Faults, for the tests of a stalled or hostile Asterisk (issue 27 §3): a freeze (SIGSTOP: nothing
+ * read or written, new connections left waiting, all resumed by `thaw()`), a half-open connection
+ * (packets dropped: the open connections never read nor write again and are never closed), a
+ * flood of events svc does not use, and huge values in the recorded messages.
  */
 import { AmiMessage, AmiParser } from "../../lib/platform/asterisk/ami_message.ts";
 
@@ -92,6 +97,42 @@ export interface AmiReplayOptions {
    * again, for ever (a benchmark dialling again and again). Each round maps Uniqueids afresh.
    */
   loop?: [number, number];
+  /**
+   * Stall (see {@link AmiReplay.freeze} and {@link AmiReplay.halfOpen}) right after a connection
+   * has written the message `after` (counted as `dropAfter` counts, the banner first), or the
+   * first recorded message matching it.
+   */
+  stallAfter?: { kind: "freeze" | "half-open"; after: number | RegExp };
+  /** Events svc does not use (VarSet, RTCPSent) written before each recorded message. */
+  flood?: number;
+  /**
+   * Each recorded message matching `match` gets one more header, `ChanVariable(SVC_BLOB)` (what
+   * manager.conf's `channelvars` adds), holding `bytes` characters.
+   */
+  bloat?: { match: RegExp; bytes: number };
+}
+
+/** What a connection held by a fault waits for. */
+type Hold = PromiseWithResolvers<void>;
+
+/**
+ * Events Asterisk 22 sends and svc does not use: a channel variable set (its value `bytes` long
+ * when given), an RTCP report.
+ */
+export function unusedEvent(n: number, bytes?: number): string {
+  const channel = "Channel: PJSIP/flood-00000001\r\nChannelState: 6\r\nChannelStateDesc: Up\r\n" +
+    "CallerIDNum: 1999\r\nCallerIDName: Flood\r\nConnectedLineNum: <unknown>\r\n" +
+    "ConnectedLineName: <unknown>\r\nLanguage: en\r\nAccountCode: \r\nContext: flood\r\n" +
+    "Exten: s\r\nPriority: 1\r\nUniqueid: 1700000000.999\r\nLinkedid: 1700000000.999\r\n";
+  if (n % 2 === 0 || bytes !== undefined) {
+    const value = bytes === undefined ? String(n) : "v".repeat(bytes);
+    return `Event: VarSet\r\nPrivilege: dialplan,all\r\n${channel}Variable: FLOOD\r\n` +
+      `Value: ${value}\r\n\r\n`;
+  }
+  return `Event: RTCPSent\r\nPrivilege: reporting,all\r\n${channel}To: 127.0.0.1:16002\r\n` +
+    `From: 127.0.0.1:16000\r\nSSRC: 0x2b4d1e2f\r\nPT: 200(SR)\r\nReportCount: 0\r\n` +
+    `SentNTP: 1700000000.${n}\r\nSentRTP: ${160 * n}\r\nSentPackets: ${n}\r\n` +
+    `SentOctets: ${160 * n}\r\n\r\n`;
 }
 
 const parsed = new Map<string, Promise<RecordLine[]>>();
@@ -184,6 +225,37 @@ async function fallbackLibrary(): Promise<{ library: Map<string, Fallback>; unkn
 
 let libraryPromise: ReturnType<typeof fallbackLibrary> | undefined;
 
+/**
+ * What Asterisk says after the queue member actions it carried out (`app_queue`'s events), for
+ * those answered from the fallback library: svc follows its agents from these events.
+ */
+const MEMBER_EVENTS: Record<
+  string,
+  (action: AmiMessage, names: Map<string, string>) => string
+> = {
+  queueadd: (action, names) => memberEvent("QueueMemberAdded", action, names),
+  queueremove: (action, names) => memberEvent("QueueMemberRemoved", action, names),
+  queuepause: (action, names) => memberEvent("QueueMemberPause", action, names),
+};
+
+function memberEvent(event: string, action: AmiMessage, names: Map<string, string>): string {
+  const paused = /^(true|1|yes)$/i.test(action.get("Paused") ?? "");
+  const iface = action.get("Interface") ?? "";
+  const fields = [
+    ["Event", event],
+    ["Privilege", "agent,all"],
+    ["Queue", action.get("Queue") ?? ""],
+    ["MemberName", names.get(`${action.get("Queue")}/${iface}`) ?? iface],
+    ["Interface", action.get("Interface") ?? ""],
+    ["StateInterface", action.get("StateInterface") ?? action.get("Interface") ?? ""],
+    ["Membership", "dynamic"],
+    ["Penalty", action.get("Penalty") ?? "0"],
+    ["Paused", paused ? "1" : "0"],
+    ["PausedReason", paused ? action.get("Reason") ?? "" : ""],
+  ];
+  return fields.map(([key, value]) => `${key}: ${value}\r\n`).join("") + "\r\n";
+}
+
 /** A boundary-safe pattern for a recorded Uniqueid (`1.1` must not hit `1.10`). */
 function tokenPattern(token: string): RegExp {
   const escaped = token.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -220,6 +292,8 @@ export class AmiReplay {
   #sessions = new Set<Session>();
   #current: Session | undefined;
   #waiters: ((state: string) => void)[] = [];
+  /** New connections wait for this (a freeze or a half-open fault). */
+  #held: Hold | undefined;
 
   constructor(
     readonly options: AmiReplayOptions,
@@ -250,6 +324,12 @@ export class AmiReplay {
         } catch {
           return; // listener closed
         }
+        // accepted by the kernel, served once the fault is over (the others in its backlog)
+        await this.#held?.promise;
+        if (this.#listener !== listener) {
+          conn.close();
+          return;
+        }
         const transcript = this
           .transcripts[Math.min(this.connections, this.transcripts.length - 1)]!;
         this.connections++;
@@ -265,6 +345,8 @@ export class AmiReplay {
   async stop(): Promise<void> {
     this.#listener?.close();
     this.#listener = undefined;
+    this.#held?.resolve();
+    this.#held = undefined;
     await this.#accepting;
     const sessions = [...this.#sessions];
     for (const session of sessions) session.close();
@@ -288,6 +370,66 @@ export class AmiReplay {
   /** Writes raw text to every open connection now. */
   inject(data: string): void {
     for (const session of this.#sessions) session.write(data, false);
+  }
+
+  /**
+   * As a SIGSTOPped Asterisk: the open connections read and write nothing (what the client sends
+   * waits in the socket), new ones are accepted by the kernel but served only at `thaw()`, which
+   * resumes everything where it stood.
+   */
+  freeze(): void {
+    this.#held ??= Promise.withResolvers();
+    for (const session of this.#sessions) session.hold();
+  }
+
+  /**
+   * As a half-open connection (the peer gone, packets dropped, no close): the open connections
+   * never read nor write again and stay open until `stop()`; new ones wait for `thaw()` (the
+   * network back).
+   */
+  halfOpen(): void {
+    this.#held ??= Promise.withResolvers();
+    for (const session of this.#sessions) session.kill();
+  }
+
+  /** Ends a freeze or a half-open fault: frozen connections go on, new ones are served. */
+  thaw(): void {
+    const held = this.#held;
+    this.#held = undefined;
+    held?.resolve();
+    for (const session of this.#sessions) session.release();
+  }
+
+  /** A freeze or a half-open fault is on. */
+  get stalled(): boolean {
+    return this.#held !== undefined;
+  }
+
+  /**
+   * Writes `count` events svc does not use to every open connection, each holding a value of
+   * `bytes` characters if given, as fast as the client reads them (each connection's writes
+   * awaited by batches: the server holds little).
+   */
+  async flood(count: number, { bytes }: { bytes?: number } = {}): Promise<void> {
+    const batch = bytes === undefined ? 64 : 1;
+    await Promise.all([...this.#sessions].map(async (session) => {
+      for (let i = 0; i < count; i++) {
+        session.write(unusedEvent(i, bytes), false);
+        if (i % batch === batch - 1) await session.drained();
+      }
+      await session.drained();
+    }));
+  }
+
+  /** Connections open now (a frozen one stays open until it has read what it held). */
+  get open(): number {
+    return this.#sessions.size;
+  }
+
+  /** Starts the fault of `stallAfter`. */
+  stall(kind: "freeze" | "half-open"): void {
+    if (kind === "freeze") this.freeze();
+    else this.halfOpen();
   }
 
   /** A session's state changed. */
@@ -318,6 +460,8 @@ class Session {
   #autoIds = new Set<string>();
   /** Recorded Uniqueid → the client's ChannelId. */
   #uniqueIds: [RegExp, string][] = [];
+  /** `<queue>/<interface>` → the member name a QueueAdd gave it (for the member events). */
+  #memberNames = new Map<string, string>();
   /** A client ChannelId waiting for the recorded Newchannel of the originated channel. */
   #channelId: string | undefined;
   /** Index of the step being played (or waited for). */
@@ -327,6 +471,12 @@ class Session {
   #wake: (() => void) | undefined;
   #lastT = 0;
   #lastWall = performance.now();
+  /** Reading, playing and writing wait for this (a freeze or a half-open fault). */
+  #hold: Hold | undefined;
+  /** Half-open: held for good. */
+  #dead = false;
+  /** `stallAfter` has fired on this connection. */
+  #stalled = false;
 
   constructor(
     readonly server: AmiReplay,
@@ -337,9 +487,37 @@ class Session {
     this.done = Promise.all([this.#read(), this.#play()]).then(() => this.#writing).then(() => {});
   }
 
+  /** Stops reading, writing and playing until `release()`. */
+  hold(): void {
+    if (!this.#closed) this.#hold ??= Promise.withResolvers();
+  }
+
+  /** Held for good: `release()` no longer frees it, only `close()`. */
+  kill(): void {
+    this.hold();
+    this.#dead = true;
+  }
+
+  release(): void {
+    if (this.#dead) return;
+    this.#hold?.resolve();
+    this.#hold = undefined;
+  }
+
+  /** Resolves once what was written so far is out. */
+  drained(): Promise<void> {
+    return this.#writing.then(() => {});
+  }
+
+  /** Waits while held. */
+  async #held(): Promise<void> {
+    while (this.#hold !== undefined && !this.#closed) await this.#hold.promise;
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#hold?.resolve(); // what waits goes on, and finds the connection closed
     try {
       this.conn.close();
     } catch { /* already closed */ }
@@ -352,17 +530,31 @@ class Session {
     if (this.state !== "end") this.#setState("end");
   }
 
-  /** Writes one message (counted for `dropAfter` unless `counted` is false). */
+  /** Writes one message (counted for `dropAfter` and `stallAfter` unless `counted` is false). */
   write(data: string, counted = true): void {
     if (this.#closed || this.#draining) return;
+    let stallHere: "freeze" | "half-open" | undefined;
+    if (counted) {
+      this.#sent++;
+      const stall = this.server.options.stallAfter;
+      if (
+        stall !== undefined && !this.#stalled &&
+        (typeof stall.after === "number" ? this.#sent >= stall.after : stall.after.test(data))
+      ) {
+        this.#stalled = true;
+        stallHere = stall.kind;
+      }
+    }
     const bytes = new TextEncoder().encode(data);
     this.#writing = this.#writing.then(async () => {
+      // the message that starts a stall goes out; the ones after it wait
+      if (stallHere === undefined) await this.#held();
       for (let at = 0; at < bytes.length && !this.#closed;) {
         at += await this.conn.write(bytes.subarray(at));
       }
+      if (stallHere !== undefined) this.server.stall(stallHere);
     }).catch(() => this.close());
     if (!counted) return;
-    this.#sent++;
     const limit = this.server.dropAfter;
     if (limit !== undefined && this.#sent >= limit) this.#closeAfterWrites();
   }
@@ -410,6 +602,9 @@ class Session {
         n = null;
       }
       if (n === null) break;
+      // read by the kernel all the same; handled once the fault is over (never if half-open)
+      await this.#held();
+      if (this.#closed) break;
       for (const action of parser.push(buffer.subarray(0, n))) this.#received(action);
     }
     this.close();
@@ -427,6 +622,12 @@ class Session {
   #received(action: AmiMessage): void {
     this.server.actions.push(action);
     const name = action.get("Action")?.toLowerCase() ?? "";
+    if (name === "queueadd" && action.get("MemberName") !== undefined) {
+      this.#memberNames.set(
+        `${action.get("Queue")}/${action.get("Interface")}`,
+        action.get("MemberName")!,
+      );
+    }
     const waitingHere = this.state !== "playing" && this.state !== "end";
     const next = this.#nextClientStep(waitingHere ? this.#at : this.#at + 1);
     const step = this.transcript.steps[next];
@@ -456,6 +657,10 @@ class Session {
     this.write(withActionId(entry.response, id));
     if (entry.complete !== undefined) this.write(withActionId(entry.complete, id));
     if (name === "logoff") this.#closeAfterWrites();
+    const memberEvent = MEMBER_EVENTS[name];
+    if (memberEvent !== undefined && /^Response: Success/.test(entry.response)) {
+      this.write(memberEvent(action, this.#memberNames));
+    }
   }
 
   async #play(): Promise<void> {
@@ -531,6 +736,7 @@ class Session {
 
   async #playRecord(record: RecordLine): Promise<void> {
     await this.#until(record.t);
+    await this.#held();
     if (this.#closed) return;
     if (record.eof) {
       this.#closeAfterWrites();
@@ -554,6 +760,12 @@ class Session {
       }
     }
     for (const [pattern, replacement] of this.#uniqueIds) data = data.replace(pattern, replacement);
+    const { flood, bloat } = this.server.options;
+    for (let i = 0; i < (flood ?? 0); i++) this.write(unusedEvent(i), false);
+    if (bloat !== undefined && bloat.match.test(data)) {
+      data = `${data.slice(0, -2)}ChanVariable(SVC_BLOB): ${"x".repeat(bloat.bytes)}\r\n\r\n`;
+    }
     this.write(data);
+    if (flood) await this.drained(); // as fast as the client reads, holding little
   }
 }

@@ -7,6 +7,12 @@
  * queue member events too, so every svc process connected to the PBX agrees; queue calls move the
  * agent through the states the simulator gives (AgentRinging → AgentOnCall → AgentOnWrapup →
  * AgentReady), driven by the call tracker.
+ *
+ * A command's state change comes from the PBX's event in the process that sent it too (its login
+ * from `QueueMemberAdded`, its pause from `QueueMemberPause`, …): the command waits for it, so
+ * that every process changes the agent's state at the same place of the AMI stream, and names the
+ * event alike (docs/asterisk.md, "Several svc processes"). A PBX that says nothing within
+ * {@link CONFIRM_MS}: the command changes it itself.
  */
 import type { Clock } from "../../clock.ts";
 import type { Logger } from "../../log.ts";
@@ -29,6 +35,9 @@ import {
 import type { AmiMessage } from "./ami_message.ts";
 import type { AmiResponse } from "./ami_client.ts";
 import { AGENT_CONTEXT, agentMemberInterface } from "./config_files.ts";
+
+/** How long a command waits for the PBX's event telling what it did. */
+const CONFIRM_MS = 500;
 
 /** The leg of a queue call an agent's phone is on, as the call tracker tells it. */
 export interface AgentLeg {
@@ -87,6 +96,8 @@ function penaltyOf(event: AmiMessage): number | null {
 /** The agents' presences on one PBX. */
 export class AgentBook {
   readonly #agents = new Map<number, AgentState>();
+  /** Commands waiting for the PBX's event (see {@link AgentBook.#confirmed}). */
+  readonly #waiters = new Set<{ test: () => boolean; done: (seen: boolean) => void }>();
 
   constructor(private readonly ctx: AgentsContext) {}
 
@@ -110,18 +121,27 @@ export class AgentBook {
     const refusal = loginRefusal(dir, this.#agents.values(), agent.id, extension, context);
     if (refusal) throw refusal;
     const state = this.#state(agent.id, agent.number);
-    await this.#addToQueues(state, extension, context);
-    this.#loggedIn(state, extension, context, false, null);
+    const added = await this.#addToQueues(state, extension, context);
+    if (added === 0 || !await this.#confirmed(() => state.logged)) {
+      this.#loggedIn(state, extension, context, false, null);
+    }
   }
 
-  /** Logs the agent out of every queue it is a member of: `AgentLoggedOut`. */
+  /**
+   * Logs the agent out of every queue it is a member of: `AgentLoggedOut` (once the PBX says it
+   * removed the last one).
+   */
   async logout(agentId: number): Promise<void> {
     const agent = this.#logged(agentId);
+    let removed = 0;
     for (const [queue, { iface }] of [...agent.memberships]) {
-      await this.#queueRemove(queue, iface);
-      agent.memberships.delete(queue);
+      if (await this.#queueRemove(queue, iface)) removed++;
+      else agent.memberships.delete(queue); // not there: no event will tell
     }
-    this.#loggedOut(agent);
+    if (removed === 0 || !await this.#confirmed(() => !agent.logged)) {
+      agent.memberships.clear();
+      this.#loggedOut(agent);
+    }
   }
 
   /**
@@ -167,14 +187,15 @@ export class AgentBook {
   /** Pauses the agent in all its queues (`QueuePause` with a reason). */
   async pause(agentId: number, reason: string | null): Promise<void> {
     const agent = this.#logged(agentId);
-    await this.#queuePause(agent, true, reason);
-    this.#paused(agent, true, reason);
+    const sent = await this.#queuePause(agent, true, reason);
+    const seen = () => agent.paused && agent.pausedReason === reason;
+    if (sent === 0 || !await this.#confirmed(seen)) this.#paused(agent, true, reason);
   }
 
   async unpause(agentId: number): Promise<void> {
     const agent = this.#logged(agentId);
-    await this.#queuePause(agent, false, null);
-    this.#paused(agent, false, null);
+    const sent = await this.#queuePause(agent, false, null);
+    if (sent === 0 || !await this.#confirmed(() => !agent.paused)) this.#paused(agent, false, null);
   }
 
   // --- from the PBX's events -----------------------------------------------------------------
@@ -191,6 +212,7 @@ export class AgentBook {
       const reason = event.get("PausedReason") || null;
       this.#loggedIn(agent, place.extension, place.context, isTrue(event.get("Paused")), reason);
     }
+    this.#wake();
   }
 
   /**
@@ -202,6 +224,7 @@ export class AgentBook {
     const found = this.#memberAgent(event);
     if (!found || !found.agent.memberships.delete(found.queue)) return;
     if (found.agent.logged && found.agent.memberships.size === 0) this.#loggedOut(found.agent);
+    this.#wake();
   }
 
   /** `QueueMemberPenalty`: the agent's penalty there, as the PBX has it now. */
@@ -217,6 +240,7 @@ export class AgentBook {
     if (!found?.agent.logged) return;
     const paused = isTrue(event.get("Paused"));
     this.#paused(found.agent, paused, paused ? event.get("PausedReason") || null : null);
+    this.#wake();
   }
 
   /**
@@ -299,9 +323,10 @@ export class AgentBook {
     });
   }
 
-  /** Stops every wrap-up timer. */
+  /** Stops every wrap-up timer; commands waiting for the PBX go on by themselves. */
   close(): void {
     for (const agent of this.#agents.values()) agent.wrapup?.();
+    for (const waiter of [...this.#waiters]) waiter.done(false);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -321,15 +346,41 @@ export class AgentBook {
   }
 
   /**
+   * True once `test` holds, which an event of the PBX makes so (checked after each member event);
+   * false when it still does not after {@link CONFIRM_MS}.
+   */
+  #confirmed(test: () => boolean): Promise<boolean> {
+    if (test()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => waiter.done(test()), CONFIRM_MS);
+      const waiter = {
+        test,
+        done: (seen: boolean) => {
+          clearTimeout(timer);
+          this.#waiters.delete(waiter);
+          resolve(seen);
+        },
+      };
+      this.#waiters.add(waiter);
+    });
+  }
+
+  /** A member event was handled: the commands it confirms go on. */
+  #wake(): void {
+    for (const waiter of [...this.#waiters]) if (waiter.test()) waiter.done(true);
+  }
+
+  /**
    * Makes the agent a member of each of its queues it is not a member of yet, ringing the line of
    * `extension`@`context`, paused as it is (a re-add after a PBX restart keeps the pause and its
-   * reason).
+   * reason). Answers how many the PBX added (each says so with `QueueMemberAdded`).
    */
-  async #addToQueues(agent: AgentState, extension: string, context: string): Promise<void> {
+  async #addToQueues(agent: AgentState, extension: string, context: string): Promise<number> {
     const dir = this.ctx.dir();
     const phone = dir.phoneAt(extension, context);
     if (!phone) throw notLogged(agent.agentId);
     const iface = agentMemberInterface(phone.lineId);
+    let added = 0;
     for (const queue of dir.queues.values()) {
       const member = queue.members.find((member) => member.agent_id === agent.agentId);
       if (!member || agent.memberships.has(queue.name)) continue;
@@ -346,16 +397,22 @@ export class AgentBook {
       if (!response.ok && !/already there/i.test(response.message.get("Message") ?? "")) {
         throw new PlatformRefusal("pbx_refused", pbxMessage("QueueAdd", response));
       }
+      if (response.ok) added++;
       agent.memberships.set(queue.name, { iface, penalty: member.penalty });
     }
+    return added;
   }
 
-  /** Removes the member `iface` from `queue`; one the PBX does not have is gone already. */
-  async #queueRemove(queue: string, iface: string): Promise<void> {
+  /**
+   * Removes the member `iface` from `queue`; one the PBX does not have is gone already. Answers
+   * whether the PBX removed it (it says so with `QueueMemberRemoved`).
+   */
+  async #queueRemove(queue: string, iface: string): Promise<boolean> {
     const response = await this.ctx.action("QueueRemove", { Queue: queue, Interface: iface });
     if (!response.ok && !/not there/i.test(response.message.get("Message") ?? "")) {
       throw new PlatformRefusal("pbx_refused", pbxMessage("QueueRemove", response));
     }
+    return response.ok;
   }
 
   #logged(agentId: number): AgentState {
@@ -432,7 +489,9 @@ export class AgentBook {
     if (announce) this.#event(agent, agent.paused ? "AgentOnPause" : "AgentReady");
   }
 
-  async #queuePause(agent: AgentState, paused: boolean, reason: string | null): Promise<void> {
+  /** `QueuePause` in each of the agent's queues; answers how many (each says `QueueMemberPause`). */
+  async #queuePause(agent: AgentState, paused: boolean, reason: string | null): Promise<number> {
+    let sent = 0;
     for (const [queue, { iface }] of agent.memberships) {
       const response = await this.ctx.action("QueuePause", {
         Queue: queue,
@@ -443,7 +502,9 @@ export class AgentBook {
       if (!response.ok) {
         throw new PlatformRefusal("pbx_refused", pbxMessage("QueuePause", response));
       }
+      sent++;
     }
+    return sent;
   }
 
   #event(agent: AgentState, name: AgentStateName): void {

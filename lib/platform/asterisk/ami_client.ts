@@ -1,7 +1,9 @@
 /**
- * One AMI connection to Asterisk: login, ActionID correlation, event lists, keepalive and
- * reconnection with backoff. Behaviour follows the recorded sessions of
- * `tests/peers/asterisk_transcripts/`.
+ * One AMI connection to Asterisk: login, ActionID correlation, event lists, keepalive, a stalled
+ * peer told from a slow one, bounded input, and reconnection with backoff. Behaviour follows the
+ * recorded sessions of `tests/peers/asterisk_transcripts/` and the faults of
+ * `tests/lib/platform/asterisk/ami_faults_test.ts` (docs/asterisk.md, "A stalled or hostile
+ * Asterisk").
  */
 import type { Logger } from "../../log.ts";
 import { type AmiMessage, AmiParser, formatAction } from "./ami_message.ts";
@@ -31,8 +33,21 @@ export interface AmiClientOptions {
   logger: Logger;
   /** A Ping is sent after this long without anything read (default 10 s). */
   keepaliveMs?: number;
-  /** An action (a Ping too) without its response in this time fails (default 5 s). */
+  /**
+   * The deadline of every response (default 5 s): a Ping unanswered in this time drops the
+   * connection; another action fails, and if nothing at all was read since it was sent the
+   * connection counts as stalled (see `connected`) until a byte comes or its Ping's deadline
+   * drops it.
+   */
   timeoutMs?: number;
+  /**
+   * Longest line kept, in bytes without its CRLF: the rest of a longer line is cut off before
+   * parsing, its message kept (logged). Unset: no cut, a message over `maxMessageChars` is
+   * dropped whole (the Asterisk adapter sets 64 KiB, docs/asterisk.md).
+   */
+  maxLineBytes?: number;
+  /** Longest message kept, in characters (default 1 MiB): a longer one is dropped (logged). */
+  maxMessageChars?: number;
   /** Delays between connection attempts; the last one repeats. A refused login waits the last. */
   backoffMs?: number[];
   /** Prefix of the ActionIDs (default `svc-`). */
@@ -52,6 +67,122 @@ interface Pending {
 }
 
 const encoder = new TextEncoder();
+
+const CR = 13;
+const LF = 10;
+
+/**
+ * Cuts every line of a byte stream (up to its CRLF; a bare LF does not end a line, as in the
+ * parser) to `max` bytes, keeping its CRLF, so that no value Asterisk sends makes svc hold more
+ * than that per line, however long it is and wherever the reads cut it. Streams that need no cut
+ * pass through untouched (a backward search per `max` bytes read).
+ */
+export class LineCap {
+  /** Bytes of the current line so far (a trailing CR included). */
+  #len = 0;
+  /** The last byte seen (kept or cut) was a CR. */
+  #cr = false;
+  /** Dropping the rest of an over-long line until its CRLF. */
+  #skipping = false;
+  /** The first bytes of a line begun in an earlier chunk (for `onCut`). */
+  #head = new Uint8Array();
+
+  constructor(
+    readonly max: number,
+    /** Told of each cut line, with its first bytes (its key). */
+    readonly onCut: (head: Uint8Array) => void = () => {},
+  ) {}
+
+  /** The chunk with its over-long lines cut (the same array when nothing was cut). */
+  cut(chunk: Uint8Array): Uint8Array {
+    const n = chunk.length;
+    if (n === 0) return chunk;
+    let kept: Uint8Array[] | undefined;
+    /** Start of the bytes not yet kept or dropped. */
+    let from = 0;
+    let pos = 0;
+    while (pos < n) {
+      if (this.#skipping) {
+        kept ??= [];
+        const end = this.#lineEnd(chunk, pos, n);
+        if (end < 0) {
+          pos = n;
+          from = n;
+          break;
+        }
+        kept.push(CRLF);
+        this.#skipping = false;
+        this.#len = 0;
+        pos = end + 1;
+        from = pos;
+        continue;
+      }
+      // the line may hold `room` more bytes, then its CR and LF
+      const room = this.max - this.#len;
+      const last = this.#lastLineEnd(chunk, pos, Math.min(pos + room + 2, n));
+      if (last >= 0) {
+        this.#len = 0;
+        pos = last + 1;
+        continue;
+      }
+      const rest = n - pos;
+      if (rest <= room || (rest === room + 1 && chunk[n - 1] === CR)) {
+        this.#len += rest; // the line may still end in time
+        const start = n - this.#len;
+        if (start >= 0) this.#head = chunk.slice(start, Math.min(n, start + HEAD));
+        break;
+      }
+      // over-long: keep `room` bytes of it, drop the rest up to its CRLF (a CR ending the last
+      // chunk, kept then, may stay in the value)
+      const cutAt = pos + Math.max(room, 0);
+      (kept ??= []).push(chunk.subarray(from, cutAt));
+      const lineStart = cutAt - this.max;
+      this.onCut(lineStart >= 0 ? chunk.subarray(lineStart, lineStart + HEAD) : this.#head);
+      this.#skipping = true;
+      pos = cutAt;
+      from = cutAt;
+    }
+    this.#cr = chunk[n - 1] === CR;
+    if (kept === undefined) return chunk;
+    if (from < n) kept.push(chunk.subarray(from, n));
+    let size = 0;
+    for (const part of kept) size += part.length;
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (const part of kept) {
+      out.set(part, at);
+      at += part.length;
+    }
+    return out;
+  }
+
+  /** Whether the LF at `i` ends a line (a CR before it, in this chunk or the last one). */
+  #endsLine(chunk: Uint8Array, i: number): boolean {
+    return i > 0 ? chunk[i - 1] === CR : this.#cr;
+  }
+
+  /** The index of the first line-ending LF in `[from, to)`, or -1. */
+  #lineEnd(chunk: Uint8Array, from: number, to: number): number {
+    for (let i = chunk.indexOf(LF, from); i >= 0 && i < to; i = chunk.indexOf(LF, i + 1)) {
+      if (this.#endsLine(chunk, i)) return i;
+    }
+    return -1;
+  }
+
+  /** The index of the last line-ending LF in `[from, to)`, or -1. */
+  #lastLineEnd(chunk: Uint8Array, from: number, to: number): number {
+    if (to <= from) return -1;
+    for (let i = chunk.lastIndexOf(LF, to - 1); i >= from; i = chunk.lastIndexOf(LF, i - 1)) {
+      if (this.#endsLine(chunk, i)) return i;
+      if (i === 0) break;
+    }
+    return -1;
+  }
+}
+
+const CRLF = new Uint8Array([CR, LF]);
+/** Bytes of a cut line told (its key). */
+const HEAD = 40;
 
 function isOk(response: string): boolean {
   const lower = response.toLowerCase();
@@ -75,11 +206,15 @@ export class AmiClient {
   readonly #timeoutMs: number;
   readonly #backoffMs: number[];
   readonly #prefix: string;
+  readonly #maxLine: number | undefined;
+  readonly #maxMessage: number;
   #running: Promise<void> | undefined;
   #closing = false;
   /** The socket of the current attempt, logged in or not. */
   #conn: Deno.TcpConn | undefined;
   #loggedIn = false;
+  /** An action went unanswered past its deadline with nothing read since it was sent. */
+  #stalled = false;
   #writing: Promise<void> = Promise.resolve();
   /** Why we closed the current socket ourselves. */
   #dropReason: string | undefined;
@@ -91,11 +226,13 @@ export class AmiClient {
   #keepalive: ReturnType<typeof setTimeout> | undefined;
   #pinging = false;
   #garbage = 0;
+  #cutLines = 0;
   #sleep: { timer: ReturnType<typeof setTimeout>; wake: () => void } | undefined;
   #connectAbort: AbortController | undefined;
   #eventListeners: ((event: AmiMessage) => void)[] = [];
   #connectListeners: (() => void | Promise<void>)[] = [];
   #disconnectListeners: ((reason: string) => void)[] = [];
+  #stallListeners: ((stalled: boolean) => void)[] = [];
   #connectWaiters = new Set<(connected: boolean) => void>();
 
   constructor(options: AmiClientOptions) {
@@ -106,6 +243,8 @@ export class AmiClient {
       ? options.backoffMs
       : [100, 250, 500, 1000, 2000, 3000];
     this.#prefix = options.actionIdPrefix ?? "svc-";
+    this.#maxLine = options.maxLineBytes;
+    this.#maxMessage = options.maxMessageChars ?? 1024 * 1024;
   }
 
   /** Connects in the background, and again after every loss, until `close()`. */
@@ -114,14 +253,19 @@ export class AmiClient {
     this.#running = this.#run();
   }
 
-  /** Logged in right now. */
+  /**
+   * Logged in right now, and not stalled: no action went unanswered past its deadline while
+   * nothing at all was read (a frozen Asterisk, a half-open connection). While stalled every
+   * action fails at once, nothing is sent but the Ping that decides: a byte read ends the stall,
+   * the Ping's deadline drops the connection.
+   */
   get connected(): boolean {
-    return this.#loggedIn;
+    return this.#loggedIn && !this.#stalled;
   }
 
-  /** Resolves true once logged in, false after `ms` or on close. */
+  /** Resolves true once connected, false after `ms` or on close. */
   waitConnected(ms: number): Promise<boolean> {
-    if (this.#loggedIn) return Promise.resolve(true);
+    if (this.connected) return Promise.resolve(true);
     if (this.#closing) return Promise.resolve(false);
     return new Promise((resolve) => {
       const done = (connected: boolean) => {
@@ -150,6 +294,9 @@ export class AmiClient {
     if (!this.#loggedIn || this.#closing || conn === undefined) {
       return Promise.reject(new AmiUnavailable(`AMI not connected (${action})`));
     }
+    if (this.#stalled) {
+      return Promise.reject(new AmiUnavailable(`AMI not answering (${action})`));
+    }
     return this.#send(conn, action, fields, this.#timeoutMs, onActionId);
   }
 
@@ -166,6 +313,11 @@ export class AmiClient {
   /** Called when a logged-in connection ends (with "closed" after `close()`). */
   onDisconnect(listener: (reason: string) => void): void {
     this.#disconnectListeners.push(listener);
+  }
+
+  /** Called when the connection stalls (true) and when a byte ends the stall (false). */
+  onStall(listener: (stalled: boolean) => void): void {
+    this.#stallListeners.push(listener);
   }
 
   /** Logs off if logged in, closes, stops reconnecting; no timer is left behind. */
@@ -298,7 +450,12 @@ export class AmiClient {
 
   /** Reads and dispatches until the socket ends; then fails what is pending. Answers why. */
   async #read(conn: Deno.TcpConn): Promise<string> {
-    const parser = new AmiParser({ onGarbage: (reason) => this.#reportGarbage(reason) });
+    const parser = new AmiParser({
+      maxMessage: this.#maxMessage,
+      onGarbage: (reason) => this.#reportGarbage(reason),
+    });
+    const max = this.#maxLine;
+    const lines = max === undefined ? undefined : new LineCap(max, (head) => this.#reportCut(head));
     const buffer = new Uint8Array(65536);
     let reason = "closed by Asterisk";
     try {
@@ -306,7 +463,11 @@ export class AmiClient {
         const n = await conn.read(buffer);
         if (n === null) break;
         this.#lastRead = performance.now();
-        for (const message of parser.push(buffer.subarray(0, n))) this.#dispatch(message);
+        if (this.#stalled && this.#conn === conn) this.#setStalled(false);
+        const chunk = buffer.subarray(0, n);
+        for (const message of parser.push(lines ? lines.cut(chunk) : chunk)) {
+          this.#dispatch(message);
+        }
       }
     } catch (error) {
       reason = `read failed: ${error instanceof Error ? error.message : String(error)}`;
@@ -317,6 +478,7 @@ export class AmiClient {
     } catch { /* closed already by #drop */ }
     this.#conn = undefined;
     this.#loggedIn = false;
+    this.#stalled = false; // the disconnect listeners are told next
     this.#pinging = false;
     clearTimeout(this.#keepalive);
     this.#keepalive = undefined;
@@ -355,13 +517,20 @@ export class AmiClient {
       return Promise.reject(error);
     }
     onActionId?.(id);
+    const sentAt = performance.now();
     return new Promise<AmiResponse>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
         if (this.#abandoned.size >= 1000) this.#abandoned.clear(); // a bound, not a cache
         this.#abandoned.add(id);
         reject(new AmiUnavailable(`AMI: no response to ${action} within ${timeoutMs} ms`));
-        if (action !== "Ping" && action !== "Logoff") this.#ping(); // is the connection alive?
+        if (action === "Ping" || action === "Logoff") return;
+        // not a byte since it was sent: a frozen or unreachable peer, not a slow action (Asterisk
+        // answers a session's actions in turn, and sends its events between them)
+        if (this.#lastRead < sentAt && this.#loggedIn && this.#conn === conn) {
+          this.#setStalled(true, action);
+        }
+        this.#ping(); // is the connection alive?
       }, timeoutMs);
       this.#pending.set(id, { action, resolve, reject, timer, items: [] });
       const bytes = encoder.encode(text);
@@ -475,6 +644,42 @@ export class AmiClient {
         this.#drop(conn, `no answer to Ping within ${this.#timeoutMs} ms`);
       },
     );
+  }
+
+  #setStalled(stalled: boolean, action?: string): void {
+    if (this.#stalled === stalled) return;
+    this.#stalled = stalled;
+    const { host, port, logger } = this.#options;
+    if (stalled) {
+      logger.warn("AMI not answering: actions refused until it does", {
+        host,
+        port,
+        action,
+        timeoutMs: this.#timeoutMs,
+      });
+    } else {
+      logger.info("AMI answering again", { host, port });
+      for (const done of [...this.#connectWaiters]) done(true);
+    }
+    for (const listener of this.#stallListeners) {
+      try {
+        listener(stalled);
+      } catch (error) {
+        this.#listenerFailed("onStall", error);
+      }
+    }
+  }
+
+  #reportCut(head: Uint8Array): void {
+    this.#cutLines++;
+    if (this.#cutLines <= 10 || this.#cutLines % 1000 === 0) {
+      const text = new TextDecoder().decode(head);
+      this.#options.logger.warn("AMI line cut", {
+        maxBytes: this.#maxLine,
+        key: text.slice(0, Math.max(0, text.indexOf(":"))) || undefined,
+        count: this.#cutLines,
+      });
+    }
   }
 
   #reportGarbage(reason: string): void {

@@ -32,6 +32,95 @@ export type { NewCall } from "./call_model.ts";
 const RINGING = 5;
 const UP = 6;
 
+/**
+ * The `UserEvent` svc sends before each Originate: every process registers the call as the one
+ * dialling does (its kind, who dials what, its `USR_` variables), so every process gives the same
+ * events for it (docs/asterisk.md, "Several svc processes").
+ */
+export const DIAL_EVENT = "SvcDial";
+/** The `UserEvent` telling that the Originate of an announced call was refused: forgotten. */
+export const DIAL_DROPPED_EVENT = "SvcDialDropped";
+
+/** The fields of the `SvcDial` announcing `init` (a call svc is about to originate). */
+export function dialAnnouncement(init: NewCall): Record<string, string | string[]> {
+  const phone = init.callerPhone;
+  return {
+    UserEvent: DIAL_EVENT,
+    Call: init.linkedId,
+    Kind: init.kind,
+    Context: init.context,
+    Dialled: init.dialled,
+    Shown: init.shownNumber,
+    SrcUser: init.src.userId === null ? "" : String(init.src.userId),
+    SrcUsername: init.src.username,
+    SrcNumber: init.src.number,
+    ...(init.originate && {
+      OriginateChannel: init.originate.channel,
+      OriginateExten: init.originate.exten,
+      OriginateContext: init.originate.context,
+    }),
+    ...(phone && {
+      PhoneExtension: phone.extension,
+      PhoneContext: phone.context,
+      PhoneLine: String(phone.lineId),
+      PhoneUser: phone.userId === null ? "" : String(phone.userId),
+      PhoneUsername: phone.username,
+      PhoneInterface: phone.interface ?? "",
+    }),
+    ...(init.callerNumber !== undefined && { CallerNumber: init.callerNumber }),
+    ...(init.queue && { QueueId: String(init.queue.id), QueueNumber: init.queue.number }),
+    // one header per variable (a value holds no line break: the Originate's would refuse it too)
+    Var: Object.entries(init.userData).map(([key, value]) => `${key}=${value}`),
+  };
+}
+
+/** The call a `SvcDial` announces; null when it lacks what a call needs. */
+function announcedCall(event: AmiMessage): NewCall | null {
+  const linkedId = event.get("Call");
+  const kind = event.get("Kind") as NewCall["kind"] | undefined;
+  if (!linkedId || !kind) return null;
+  const id = (value: string | undefined) => value ? Number(value) : null;
+  const channel = event.get("OriginateChannel");
+  const extension = event.get("PhoneExtension");
+  return {
+    linkedId,
+    kind,
+    context: event.get("Context") ?? "",
+    dialled: event.get("Dialled") ?? "",
+    shownNumber: event.get("Shown") ?? "",
+    src: {
+      userId: id(event.get("SrcUser")),
+      username: event.get("SrcUsername") ?? "",
+      number: event.get("SrcNumber") ?? "",
+    },
+    userData: Object.fromEntries(
+      event.all("Var").map((pair) => {
+        const at = pair.indexOf("=");
+        return [pair.slice(0, at), pair.slice(at + 1)];
+      }),
+    ),
+    originate: channel === undefined ? null : {
+      channel,
+      exten: event.get("OriginateExten") ?? "",
+      context: event.get("OriginateContext") ?? "",
+    },
+    ...(extension !== undefined && {
+      callerPhone: {
+        extension,
+        context: event.get("PhoneContext") ?? "",
+        lineId: Number(event.get("PhoneLine")),
+        userId: id(event.get("PhoneUser")),
+        username: event.get("PhoneUsername") ?? "",
+        interface: event.get("PhoneInterface") || null,
+      },
+    }),
+    ...(event.get("CallerNumber") !== undefined && { callerNumber: event.get("CallerNumber") }),
+    ...(event.get("QueueId") !== undefined && {
+      queue: { id: Number(event.get("QueueId")), number: event.get("QueueNumber") ?? "" },
+    }),
+  };
+}
+
 /** Where svc parks channels it holds or transfers: a call ending leaves none of them behind. */
 const SVC_CONTEXTS = new Set([HOLD_CONTEXT, WAIT_CONTEXT, CONSULT_CONTEXT, CONFERENCE_CONTEXT]);
 
@@ -112,6 +201,20 @@ export class CallTracker {
     }
     this.#calls.set(call.linkedId, call);
     return call;
+  }
+
+  /**
+   * Another process's dial, as it announced it before its Originate (`SvcDial`): registered as it
+   * registered it; a refused Originate's (`SvcDialDropped`): forgotten. This process's own dials
+   * are registered already.
+   */
+  #announced(event: AmiMessage): void {
+    if (event.get("UserEvent") === DIAL_DROPPED_EVENT) {
+      this.forget(event.get("Call") ?? "");
+      return;
+    }
+    const init = announcedCall(event);
+    if (init && !this.#calls.has(init.linkedId)) this.start(init);
   }
 
   /** A call svc registered whose Originate was refused: forgotten without a trace. */
@@ -221,6 +324,12 @@ export class CallTracker {
         case "OriginateResponse":
           this.#originateResponse(event);
           return true;
+        case "UserEvent":
+          if (/^SvcDial/.test(event.get("UserEvent") ?? "")) {
+            this.#announced(event);
+            return false;
+          }
+          return this.control.handle(event, (id) => this.#liveLeg(id));
         default:
           return this.control.handle(event, (id) => this.#liveLeg(id));
       }
@@ -814,11 +923,22 @@ export class CallTracker {
     if (leg) this.#endLeg(leg);
   }
 
-  /** An Originate that failed before any channel existed (no contact, unknown endpoint). */
+  /**
+   * An Originate that failed before any channel existed (no contact, unknown endpoint): the call
+   * of that ActionID, or (another process's dial) the oldest announced call of that Originate
+   * still without channel.
+   */
   #originateResponse(event: AmiMessage): void {
     if (event.get("Response") !== "Failure") return;
     const id = event.actionId;
-    const call = [...this.#calls.values()].find((call) => id && call.originateId === id);
+    const calls = [...this.#calls.values()];
+    const call = calls.find((call) => id && call.originateId === id) ??
+      calls.find((call) =>
+        call.originateId === null && call.originate !== null && call.channels.size === 0 &&
+        call.originate.channel === event.get("Channel") &&
+        call.originate.exten === event.get("Exten") &&
+        call.originate.context === event.get("Context")
+      );
     if (!call || call.ended || call.channels.size > 0 || call.originUp) return;
     call.noHistory = true;
     this.#failCall(call);

@@ -7,10 +7,14 @@
  *
  * With several svc processes on one store, each keeps its own AMI connection and follows every
  * event (so any of them answers statuses and presences), but only the holder of a lease in the
- * store hands events to the listeners (outbox, history) and writes the configuration files.
+ * store hands events to the listeners (outbox, history) and writes the configuration files. Each
+ * event gets an id every process computes alike from the AMI stream (see `#emit`), and every
+ * process keeps the events of the last minute: a process taking the lease over hands those over
+ * first, the listeners writing each id once, so the events the last holder had not written are
+ * written, once (docs/asterisk.md, "Several svc processes").
  */
 import type { Clock } from "../../clock.ts";
-import { PlatformUnavailable } from "../../errors.ts";
+import { PlatformUnavailable, StoreUnavailable } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { AgentRecord } from "../../store/agents.ts";
 import { releaseLeaseAt, takeLeaseAt } from "../../store/lease.ts";
@@ -48,7 +52,7 @@ import {
 import type { AmiMessage } from "./ami_message.ts";
 import { ASTDB_FAMILY, keysToWrite, userKeys, writeKeys } from "./astdb.ts";
 import { CallCommands } from "./call_commands.ts";
-import { CallTracker, type NewCall } from "./calls.ts";
+import { CallTracker, DIAL_DROPPED_EVENT, dialAnnouncement, type NewCall } from "./calls.ts";
 import { ASTERISK_FILES, ConfigWriter } from "./config_writer.ts";
 
 export interface AsteriskOptions {
@@ -67,7 +71,32 @@ export interface AsteriskOptions {
 
 /** The lease of the process that turns AMI events into store writes and writes the files. */
 const LEASE_KEY: Deno.KvKey = ["platform_lease"];
-const LEASE_MS = 10_000;
+/**
+ * A holder renews its lease every {@link LEASE_TICK_MS}, the others try to take it as often: a
+ * holder that dies loses it within {@link LEASE_MS}, and another holds it a tick later at most
+ * (takeover within 4 s).
+ */
+const LEASE_MS = 3_000;
+const LEASE_TICK_MS = 1_000;
+/**
+ * A holder that gives the lease up (its AMI connection lost or stalled while another process's is
+ * not, its store writes failing) does not take it again for this long, so that a process placed
+ * better takes it first.
+ */
+const STEP_DOWN_MS = 2 * LEASE_TICK_MS;
+/**
+ * Each process says every tick whether it is connected to Asterisk (`ProcessPresence`, kept
+ * {@link LEASE_MS}): a holder losing its connection gives the lease up only to a process that has
+ * one (alone, it keeps it and hands over what its resync finds at once).
+ */
+const PRESENCE = "platform_process";
+/** Every process keeps the events it saw this long (and this many at most), for a takeover. */
+const SEEN_MS = 60_000;
+const SEEN_MAX = 20_000;
+/** Events handed to the listeners at once when a takeover hands over what was seen. */
+const REPLAY_CHUNK = 500;
+/** The `UserEvent` each process sends once logged in: where the ids of the events after it start. */
+const MARK_EVENT = "SvcMark";
 
 /** How long a resync waits for Asterisk's `FullyBooted` after a login before going on. */
 const BOOT_WAIT_MS = 10_000;
@@ -102,45 +131,88 @@ export class AsteriskPlatform implements Platform {
   #statusVersion = 0;
   readonly #owner = crypto.randomUUID();
   #leader = false;
+  /** Until when (`performance.now()`) this process does not take the lease (it gave it up). */
+  #steppedDownUntil = 0;
+  /**
+   * The lease as this process gave it back, and the first batch seen since: taken again with
+   * nobody else having held it meanwhile, this process hands over its own events of that time too
+   * (nobody else did).
+   */
+  #releasedAs: string | null = null;
+  #downFrom: number | null = null;
+  /**
+   * The last `SvcMark` seen on this connection (null: none yet, or the connection was lost since)
+   * and how many AMI events came after it: an AMI event's place in the stream every connection
+   * gets alike, so every process names it alike (see `#emit`).
+   */
+  #mark: string | null = null;
+  #sinceMark = 0;
+  #marksSent = 0;
+  /** What the events emitted now come from: an AMI event's place, or null (not replayable). */
+  #cause: { key: string; replayable: boolean } | null = null;
+  /** Events emitted under the current cause, per kind (a second one of a kind gets `#2`). */
+  readonly #underCause = new Map<string, number>();
+  #localIds = 0;
+  /** Events whose id is this process's own (not computed from the AMI stream): never replayed. */
+  readonly #local = new WeakSet<PlatformEvent>();
+  /**
+   * Calls that went on while this process's connection was lost: what it saw of them may differ
+   * from what the others saw, so their events are not replayed.
+   */
+  readonly #gapCalls = new Set<string>();
+  /** The events of the last {@link SEEN_MS}, as handed over (or not, by a follower), in order. */
+  readonly #seen: { at: number; seq: number; events: PlatformEvent[] }[] = [];
+  #seenCount = 0;
+  #seenBatches = 0;
+  /** Store writes of the lease's that nothing waits for (`close()` does). */
+  readonly #storeWrites = new Set<Promise<unknown>>();
   #timers: ReturnType<typeof setInterval>[] = [];
   #closed = false;
   readonly #firstSync = Promise.withResolvers<void>();
   /** The current connection's resync is done (see `reachable`). */
   #synced = false;
+  #resyncing = false;
   /** Resolved by `FullyBooted` on the current connection (Asterisk may accept logins earlier). */
   #booted = Promise.withResolvers<void>();
 
   constructor(readonly options: AsteriskOptions) {
     const { store, logger } = options;
     this.#loader = directoryLoader(store);
-    // a lost connection is noticed within 10 s (decisions §12): a ping after 5 s of silence,
-    // answered within 5 s
+    // a lost or stalled connection is noticed within 10 s (decisions §12): a ping after 4 s of
+    // silence, answered within 5 s (SVC_AMI_KEEPALIVE_MS, SVC_AMI_TIMEOUT_MS)
     // ActionIDs are the process's own: events naming them (a UserEvent) reach every process
+    // a line over 64 KiB (a huge channel variable) is cut, its event kept (docs/asterisk.md)
     this.#ami = new AmiClient({
-      keepaliveMs: 5000,
+      keepaliveMs: 4000,
       timeoutMs: 5000,
+      maxLineBytes: 64 * 1024,
       actionIdPrefix: `svc-${this.#owner.slice(0, 8)}-`,
       ...options.ami,
       logger,
     });
     const ctx = {
       dir: () => this.#dir,
-      emit: (event: PlatformEvent) => this.#batch.push(event),
+      emit: (event: PlatformEvent) => this.#emit(event),
       now: () => options.clock.now(),
     };
     this.#agents = new AgentBook({
       ...ctx,
-      // a wrap-up ending on the clock has no AMI event to carry its state: handed over at once
+      // a wrap-up ending on the clock has no AMI event to carry its state: handed over at once,
+      // named after the AMI event that started it (every process sets the same timer)
       clock: {
         now: () => options.clock.now(),
-        after: (ms, task) =>
-          options.clock.after(ms, async () => {
+        after: (ms, task) => {
+          const cause = this.#cause;
+          return options.clock.after(ms, async () => {
+            this.#setCause(cause && { ...cause, key: `${cause.key}+${ms}` });
             try {
               await task();
             } finally {
+              this.#setCause(null);
               this.#handOver();
             }
-          }),
+          });
+        },
       },
       logger,
       action: (action, fields) => this.#action(action, fields),
@@ -165,7 +237,23 @@ export class AsteriskPlatform implements Platform {
       isLeader: () => this.#leader,
     });
     this.#ami.onEvent((event) => this.#onEvent(event));
+    this.#ami.onConnect(() => this.#sendMark());
     this.#ami.onConnect(() => this.#resync());
+    this.#ami.onStall((stalled) => {
+      this.#statusVersion++; // every phone shows -1 while it lasts
+      // once Asterisk answers again (the connection stays): resynced, for what the stall cut
+      // short or held back (a DND change is written at the next resync)
+      if (!stalled && !this.#resyncing) void this.#resync();
+    });
+    // events may have been missed: the ids start again from this process's next mark, and the
+    // lease goes to a process that missed nothing (it hands over what this one did not)
+    this.#ami.onDisconnect(() => {
+      this.#mark = null;
+      if (!this.#closed) this.#inBackground(this.#giveUpToOthers("AMI connection lost"));
+    });
+    this.#ami.onStall((stalled) => {
+      if (stalled) this.#inBackground(this.#giveUpToOthers("AMI connection stalled"));
+    });
     this.#ami.onDisconnect((reason) => {
       this.#synced = false;
       this.#booted = Promise.withResolvers();
@@ -177,7 +265,7 @@ export class AsteriskPlatform implements Platform {
   /** Connects to Asterisk, takes the lease when free, writes the configuration files. */
   start(): void {
     this.#timers.push(setInterval(() => this.#refresh(), this.options.directoryRefreshMs ?? 500));
-    this.#timers.push(setInterval(() => this.#takeLease(), LEASE_MS / 3));
+    this.#timers.push(setInterval(() => this.#takeLease(), LEASE_TICK_MS));
     void this.#refresh();
     void this.#takeLease().then(() => {
       if (!this.#closed) this.#writer.start();
@@ -435,6 +523,7 @@ export class AsteriskPlatform implements Platform {
     await this.#ami.close();
     await this.#writer.close();
     await this.#delivery;
+    await Promise.all(this.#storeWrites);
     if (this.#leader) {
       await releaseLeaseAt(this.options.store, LEASE_KEY, this.#owner).catch(() => null);
     }
@@ -452,6 +541,16 @@ export class AsteriskPlatform implements Platform {
   /** Resolves once the first connection's resync is done (tests and benchmarks start there). */
   firstSync(): Promise<void> {
     return this.#firstSync.promise;
+  }
+
+  /** The events this process keeps for a takeover, in order (tests). */
+  seenEvents(): PlatformEvent[] {
+    return this.#seen.flatMap((batch) => batch.events);
+  }
+
+  /** Whether this process holds the platform lease (tests). */
+  leading(): boolean {
+    return this.#leader;
   }
 
   /** The linkedIds of the calls in progress (tests). */
@@ -544,6 +643,11 @@ export class AsteriskPlatform implements Platform {
     const call = this.#calls.start({ ...init, linkedId });
     let response: AmiResponse;
     try {
+      // every process registers the call as this one did (docs/asterisk.md, "Several svc
+      // processes"): the same events, whichever process hands them over. Written before the
+      // Originate, and Asterisk runs a session's actions in turn: it comes before any channel's
+      // event (its answer is not waited for: the Originate's tells)
+      this.#action("UserEvent", dialAnnouncement({ ...init, linkedId })).catch(() => {});
       response = await this.#action("Originate", {
         Channel: init.originate.channel,
         Context: init.originate.context,
@@ -564,6 +668,7 @@ export class AsteriskPlatform implements Platform {
     }
     if (!response.ok) {
       this.#calls.forget(linkedId);
+      this.#action("UserEvent", { UserEvent: DIAL_DROPPED_EVENT, Call: linkedId }).catch(() => {});
       throw new PlatformRefusal("pbx_refused", pbxMessage("Originate", response));
     }
     return { linkedId };
@@ -640,6 +745,7 @@ export class AsteriskPlatform implements Platform {
 
   /** One AMI event: handled at once, in arrival order; what it caused is handed over. */
   #onEvent(event: AmiMessage): void {
+    this.#setCause(this.#placeOf(event));
     try {
       switch (event.event) {
         case "DeviceStateChange":
@@ -677,28 +783,108 @@ export class AsteriskPlatform implements Platform {
         stack: (error as Error)?.stack,
       });
     }
+    this.#setCause(null);
     this.#handOver();
+  }
+
+  // --- event ids and hand-over ------------------------------------------------------------------
+
+  /**
+   * Where `event` stands in the AMI stream: its place after the last `SvcMark` (every connection
+   * gets Asterisk's events in one order, so every process connected since that mark names it
+   * alike); replayable unless no mark was seen on this connection yet, or it is about a call this
+   * process followed across a lost connection.
+   */
+  #placeOf(event: AmiMessage): { key: string; replayable: boolean } | null {
+    if (event.event === "UserEvent" && event.get("UserEvent") === MARK_EVENT) {
+      this.#mark = event.get("Mark") ?? null;
+      this.#sinceMark = 0;
+    } else this.#sinceMark++;
+    if (this.#mark === null) return null;
+    const linkedId = event.get("Linkedid");
+    const replayable = linkedId === undefined || !this.#gapCalls.has(linkedId);
+    return { key: `${this.#mark}.${this.#sinceMark}`, replayable };
+  }
+
+  #setCause(cause: { key: string; replayable: boolean } | null): void {
+    this.#cause = cause;
+    this.#underCause.clear();
+  }
+
+  /**
+   * Once logged in: a `SvcMark` every connection gets, from which the ids of this process's events
+   * start (those before it are its own, never replayed), and the calls followed across the lost
+   * connection, whose events are not replayed either.
+   */
+  #sendMark(): void {
+    this.#mark = null;
+    const alive = new Set(this.#calls.calls());
+    for (const linkedId of this.#gapCalls) {
+      if (!alive.has(linkedId)) this.#gapCalls.delete(linkedId);
+    }
+    for (const linkedId of alive) this.#gapCalls.add(linkedId);
+    const mark = `${this.#owner.slice(0, 8)}-${++this.#marksSent}`;
+    this.#action("UserEvent", { UserEvent: MARK_EVENT, Mark: mark }).catch((error) => {
+      this.options.logger.warn("AMI mark not sent", { error: String(error) });
+    });
+  }
+
+  /**
+   * An event of the adapter gets its id: `<its cause's place>:<kind, whose, what>` when emitted
+   * while handling an AMI event (or a timer that one set), the same in every process that saw the
+   * same stream; else (a resync, a command's answer, before this connection's mark) an id of this
+   * process's own, and the event is never handed over by a takeover.
+   */
+  #emit(event: PlatformEvent): void {
+    const cause = this.#cause;
+    const linkedId = event.kind === "agent" ? undefined : event.linkedId;
+    const ownId = !cause?.replayable || (linkedId !== undefined && this.#gapCalls.has(linkedId));
+    if (event.kind === "call_ended") this.#gapCalls.delete(event.linkedId);
+    if (ownId) {
+      const local = { ...event, id: `${this.#owner}:${++this.#localIds}` };
+      this.#local.add(local);
+      this.#batch.push(local);
+      return;
+    }
+    const what = eventKind(event);
+    const n = (this.#underCause.get(what) ?? 0) + 1;
+    this.#underCause.set(what, n);
+    this.#batch.push({ ...event, id: `${cause.key}:${what}${n > 1 ? `#${n}` : ""}` });
   }
 
   /**
    * Hands the batch to the listeners, in order, one batch at a time: phone and agent events,
-   * then the finished calls' history, as the simulator does. Only the lease holder does.
+   * then the finished calls' history, as the simulator does. Only the lease holder does; every
+   * process keeps the batch for {@link SEEN_MS} (a takeover hands it over).
    */
   #handOver(): void {
     const events = this.#batch;
     if (!events.length) return;
     this.#batch = [];
-    if (!this.#leader) return;
+    this.#remember(events);
+    if (this.#leader) this.#deliver(events);
+  }
+
+  /** Queues `events` for the listeners, phone and agent events first, then the history. */
+  #deliver(events: PlatformEvent[]): void {
     const batches = [
       events.filter((event) => event.kind !== "call_ended"),
       events.filter((event) => event.kind === "call_ended"),
     ].filter((batch) => batch.length);
     this.#delivery = this.#delivery.then(async () => {
       for (const batch of batches) {
+        // given up meanwhile: the next holder hands these over
+        if (!this.#leader) return;
         for (const listener of this.#listeners) {
           try {
             await listener(batch);
           } catch (error) {
+            if (error instanceof StoreUnavailable) {
+              // the store fails this process: another takes over and writes what this one could
+              // not (each listener writes each id once)
+              this.#stepDown("store unavailable", error);
+              return;
+            }
             this.options.logger.error("platform listener failed", {
               error: String(error),
               events: batch.length,
@@ -709,6 +895,84 @@ export class AsteriskPlatform implements Platform {
     });
   }
 
+  /** Keeps `events` among those seen, the oldest beyond {@link SEEN_MS} or {@link SEEN_MAX} gone. */
+  #remember(events: PlatformEvent[]): void {
+    const now = performance.now();
+    this.#seen.push({ at: now, seq: this.#seenBatches++, events });
+    this.#seenCount += events.length;
+    while (
+      this.#seen.length > 1 &&
+      (this.#seen[0]!.at < now - SEEN_MS || this.#seenCount > SEEN_MAX)
+    ) this.#seenCount -= this.#seen.shift()!.events.length;
+  }
+
+  /**
+   * The lease taken over: the events seen, in order, are handed over before any new one (those
+   * the last holder wrote are skipped by the listeners), but those this process named itself:
+   * only those of the batches from `ownFrom` on are (nobody held the lease since this process
+   * gave it up then).
+   */
+  #handOverSeen(ownFrom: number | null): void {
+    const events = this.#seen.flatMap((batch) =>
+      batch.events.filter((event) =>
+        !this.#local.has(event) || (ownFrom !== null && batch.seq >= ownFrom)
+      )
+    );
+    if (events.length === 0) return;
+    this.options.logger.info("platform events seen handed over", { events: events.length });
+    for (let start = 0; start < events.length; start += REPLAY_CHUNK) {
+      this.#deliver(events.slice(start, start + REPLAY_CHUNK));
+    }
+  }
+
+  /**
+   * This process's connection was lost (or stalls): when another process is connected, the lease
+   * goes to it (see {@link PRESENCE}); else this one keeps it, nobody sees more.
+   */
+  async #giveUpToOthers(reason: string): Promise<void> {
+    if (!this.#leader) return;
+    try {
+      const now = this.options.clock.now();
+      const others = await this.options.store.list<ProcessPresence>({ prefix: [PRESENCE] });
+      const connected = others.some(({ key, value }) =>
+        key[1] !== this.#owner && value.reachable && value.until > now
+      );
+      if (!connected) return;
+    } catch {
+      // the store fails too: let another process try
+    }
+    this.#stepDown(reason);
+  }
+
+  /**
+   * This process stops handing events over and gives the lease back, not to take it again for
+   * {@link STEP_DOWN_MS}: another process, placed better, takes over and hands over what this one
+   * did not.
+   */
+  #stepDown(reason: string, error?: unknown): void {
+    this.#steppedDownUntil = performance.now() + STEP_DOWN_MS;
+    if (!this.#leader) return;
+    this.#leader = false;
+    this.options.logger.warn("platform lease given up", {
+      reason,
+      ...(error !== undefined && { error: String(error) }),
+    });
+    this.#downFrom = this.#seenBatches;
+    this.#releasedAs = null;
+    this.#inBackground(
+      releaseLeaseAt(this.options.store, LEASE_KEY, this.#owner).then(
+        (releasedAs) => this.#releasedAs = releasedAs,
+        () => null,
+      ),
+    );
+  }
+
+  /** A store write nothing waits for but `close()`; its failure is the lease's business. */
+  #inBackground(write: Promise<unknown>): void {
+    const settled = write.catch(() => null).finally(() => this.#storeWrites.delete(settled));
+    this.#storeWrites.add(settled);
+  }
+
   /**
    * After each login: what svc shows is read again from Asterisk (device states, channels, queue
    * members), the AstDB is brought in line with the user records, and the configuration files
@@ -716,6 +980,7 @@ export class AsteriskPlatform implements Platform {
    */
   async #resync(): Promise<void> {
     const logger = this.options.logger;
+    this.#resyncing = true;
     try {
       const booted = await within(this.#booted.promise, BOOT_WAIT_MS);
       if (!booted) logger.warn("no FullyBooted from Asterisk: resync anyway");
@@ -746,6 +1011,7 @@ export class AsteriskPlatform implements Platform {
       logger.error("resync with Asterisk failed", { error: String(error) });
     }
     // a failed resync most likely lost the connection: the next login resyncs again
+    this.#resyncing = false;
     this.#synced = this.#ami.connected;
     this.#statusVersion++;
     this.#firstSync.resolve();
@@ -762,26 +1028,49 @@ export class AsteriskPlatform implements Platform {
     await writeKeys((action, fields) => this.#action(action, fields), writes);
   }
 
+  /**
+   * Takes or renews the lease, every {@link LEASE_TICK_MS}: when free, expired or held by a
+   * process placed worse (the lease tells how its holder is placed: connected to Asterisk and
+   * resynced, or not), so the lease goes to a process that sees Asterisk's events whenever one
+   * does. Taken over: what this process saw is handed over first.
+   */
   async #takeLease(): Promise<void> {
     if (this.#closed) return;
+    const reachable = this.reachable();
+    const presence: ProcessPresence = { reachable, until: this.options.clock.now() + LEASE_MS };
+    // the lease's own write tells what fails
+    this.#inBackground(
+      this.options.store.set([PRESENCE, this.#owner], presence, { expireIn: 2 * LEASE_MS }),
+    );
+    if (performance.now() < this.#steppedDownUntil) return;
     try {
-      const { held } = await takeLeaseAt(
+      const { held, untouched } = await takeLeaseAt(
         this.options.store,
         LEASE_KEY,
         this.#owner,
         this.options.clock.now(),
         LEASE_MS,
+        this.#releasedAs,
+        reachable ? 1 : 0,
       );
+      if (this.#closed || performance.now() < this.#steppedDownUntil) {
+        // given up meanwhile: back at once to whoever takes it
+        if (held) await releaseLeaseAt(this.options.store, LEASE_KEY, this.#owner);
+        return;
+      }
       const taken = held && !this.#leader;
       this.#leader = held;
       if (taken) {
-        this.options.logger.info("platform lease taken");
+        this.options.logger.info("platform lease taken", { owner: this.#owner });
+        this.#handOverSeen(untouched ? this.#downFrom : null);
+        this.#releasedAs = this.#downFrom = null;
         // the last holder may have died between writing a file and reloading its module
         if (this.#ami.connected) await this.#reload(ASTERISK_FILES.map((file) => file.module));
       }
     } catch (error) {
-      this.#leader = false; // the store failed: the lease may lapse, another process takes over
-      this.options.logger.warn("platform lease not renewed", { error: String(error) });
+      // the store failed: the lease may lapse, another process takes over
+      if (this.#leader) this.#stepDown("platform lease not renewed", error);
+      else this.options.logger.warn("platform lease not renewed", { error: String(error) });
     }
   }
 
@@ -792,6 +1081,31 @@ export class AsteriskPlatform implements Platform {
     if (user?.services.dnd.enabled || !this.reachable()) return -1;
     return DEVICE_STATUS[this.#devices.get(phone.interface ?? "") ?? ""] ?? -1;
   }
+}
+
+/**
+ * What tells an event from the others a cause gave: its kind, whose it is and what happened (an
+ * AMI event gives one user at most one event of a type on a channel, one agent one state, one
+ * call one queue event of each kind and one end).
+ */
+function eventKind(event: PlatformEvent): string {
+  switch (event.kind) {
+    case "phone":
+      return `p/${event.userId}/${event.eventType}/${event.uniqueId}`;
+    case "agent":
+      return `a/${event.agentId}/${event.name}`;
+    case "queue_call":
+      return `q/${event.queueId}/${event.event}/${event.linkedId}`;
+    case "call_ended":
+      return `e/${event.linkedId}`;
+  }
+}
+
+/** What each process says of itself every lease tick (see {@link PRESENCE}). */
+interface ProcessPresence {
+  reachable: boolean;
+  /** Stale after this time (ms). */
+  until: number;
 }
 
 /** True when `promise` settles within `ms`, false after; no timer is left either way. */

@@ -91,6 +91,12 @@ export class SimPlatform implements Platform {
   /** A step is running: the state may be half changed. */
   #stepping = false;
   readonly #listeners: PlatformListener[] = [];
+  /**
+   * Event ids: the simulator runs in one process and hands each event over once, so an id only
+   * has to be unique (the listeners write each id once, as they do the Asterisk adapter's).
+   */
+  readonly #idPrefix = `sim-${crypto.randomUUID().slice(0, 8)}-`;
+  #eventCount = 0;
   readonly #timers = new Set<() => void>();
   #tail: Promise<unknown> = Promise.resolve();
   #closed = false;
@@ -381,7 +387,7 @@ export class SimPlatform implements Platform {
           sim: this.#sim,
           dir: await this.#directory.load(),
           now: this.options.clock.now(),
-          emit: (event) => events.push(event),
+          emit: (event) => events.push({ ...event, id: `${this.#idPrefix}${++this.#eventCount}` }),
           later: (owner, ms, task) => this.#later(owner, ms, task),
         };
         try {
