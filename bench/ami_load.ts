@@ -76,54 +76,21 @@ function amiServer(call: { setup: string; hangup: string }, holdMs: number) {
   let calls = 0;
   const served: Promise<void>[] = [];
   const serve = async (conn: Deno.TcpConn) => {
-    let writing = Promise.resolve();
-    const write = (text: string) => {
-      const bytes = encoder.encode(text);
-      writing = writing.then(async () => {
-        for (let at = 0; at < bytes.length;) at += await conn.write(bytes.subarray(at));
-      }).catch(() => {});
-      return writing;
-    };
-    write("Asterisk Call Manager/11.0.0\r\n");
-    const decoder = new TextDecoder();
-    let rest = "";
-    const buffer = new Uint8Array(65536);
-    for (;;) {
-      const n = await conn.read(buffer).catch(() => null);
-      if (n === null) break;
-      rest += decoder.decode(buffer.subarray(0, n), { stream: true });
-      for (let end; (end = rest.indexOf("\r\n\r\n")) >= 0;) {
-        const message = rest.slice(0, end);
-        rest = rest.slice(end + 4);
-        const field = (name: string) =>
-          message.match(new RegExp(`^${name}: (.*)$`, "mi"))?.[1]?.trim() ?? "";
-        const action = field("Action").toLowerCase();
-        const id = `ActionID: ${field("ActionID")}\r\n`;
-        if (action === "login") {
-          write(`Response: Success\r\n${id}Message: Authentication accepted\r\n\r\n`);
-          write("Event: FullyBooted\r\nPrivilege: system,all\r\nStatus: Fully Booted\r\n\r\n");
-        } else if (LISTS.has(action)) {
-          write(`Response: Success\r\n${id}EventList: start\r\nMessage: follows\r\n\r\n`);
-          write(`Event: ListComplete\r\n${id}EventList: Complete\r\nListItems: 0\r\n\r\n`);
-        } else if (action === "originate") {
-          const caller = field("Channel").replace("PJSIP/", "");
-          const callee = userName(Number(field("Exten")) - 1001);
-          const copy = {
-            n: calls++,
-            caller,
-            callee,
-            actionId: field("ActionID"),
-            channelId: field("ChannelId") || undefined,
-          };
-          write(copyOf(call.setup, copy));
-          setTimeout(() => write(copyOf(call.hangup, copy)), holdMs);
-        } else if (action === "logoff") {
-          await write(`Response: Goodbye\r\n${id}\r\n`);
-          break;
-        } else write(`Response: Success\r\n${id}\r\n`);
-      }
-    }
-    await writing;
+    const write = serialWriter(conn);
+    const text = (message: string) => write(encoder.encode(message)).catch(() => {});
+    await answering(conn, write, (field) => {
+      const caller = field("Channel").replace("PJSIP/", "");
+      const callee = userName(Number(field("Exten")) - 1001);
+      const copy = {
+        n: calls++,
+        caller,
+        callee,
+        actionId: field("ActionID"),
+        channelId: field("ChannelId") || undefined,
+      };
+      text(copyOf(call.setup, copy));
+      setTimeout(() => text(copyOf(call.hangup, copy)), holdMs);
+    }).done;
     conn.close();
   };
   (async () => {
@@ -382,11 +349,18 @@ function serialWriter(conn: Deno.Conn): (bytes: Uint8Array) => Promise<void> {
   };
 }
 
-/** Answers svc's login and actions on `conn` through `writeBytes` (resync lists empty). */
-function answering(conn: Deno.Conn, writeBytes: (bytes: Uint8Array) => Promise<void>) {
+/**
+ * Answers svc's login and actions on `conn` through `writeBytes` (resync lists empty, a Logoff
+ * ends it); an Originate goes to `originate` (its fields) after its `Success`.
+ */
+function answering(
+  conn: Deno.Conn,
+  writeBytes: (bytes: Uint8Array) => Promise<void>,
+  originate: (field: (name: string) => string) => void = () => {},
+) {
   let stopped = false;
   const write = (text: string) => writeBytes(encoder.encode(text));
-  (async () => {
+  const done = (async () => {
     await write("Asterisk Call Manager/11.0.0\r\n");
     const decoder = new TextDecoder();
     const buffer = new Uint8Array(65536);
@@ -410,11 +384,17 @@ function answering(conn: Deno.Conn, writeBytes: (bytes: Uint8Array) => Promise<v
         } else if (LISTS.has(action)) {
           await write(`Response: Success\r\n${id}EventList: start\r\nMessage: follows\r\n\r\n`);
           await write(`Event: ListComplete\r\n${id}EventList: Complete\r\nListItems: 0\r\n\r\n`);
-        } else await write(`Response: Success\r\n${id}\r\n`);
+        } else if (action === "logoff") {
+          await write(`Response: Goodbye\r\n${id}\r\n`);
+          return;
+        } else {
+          await write(`Response: Success\r\n${id}\r\n`);
+          if (action === "originate") originate(field);
+        }
       }
     }
   })().catch(() => {});
-  return { stop: () => stopped = true };
+  return { stop: () => stopped = true, done };
 }
 
 if (import.meta.main) printRows(await amiLoadBench());
