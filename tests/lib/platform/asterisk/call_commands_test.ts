@@ -31,6 +31,24 @@ const enter = (who: { Channel: string; Uniqueid: string }, bridge: string): AmiF
   Linkedid: LINKED,
 });
 
+/** Bob's consultation of carol about the trunk's call, answered: the events Asterisk sends. */
+const CONSULTATION_ANSWERED: AmiFields[] = [
+  {
+    Event: "UserEvent",
+    UserEvent: "SvcTransfer",
+    Initiator: BOB.Uniqueid,
+    Transferred: TRUNK.Uniqueid,
+    Exten: "1003",
+    Context: "default",
+  },
+  { Event: "BridgeLeave", BridgeUniqueid: "b1", ...BOB },
+  { Event: "BridgeLeave", BridgeUniqueid: "b1", ...TRUNK },
+  ...channel(CAROL.Channel, CAROL.Uniqueid, LINKED, 5),
+  { Event: "Newstate", ChannelState: "6", ...CAROL, Linkedid: LINKED },
+  enter(BOB, "b3"),
+  enter(CAROL, "b3"),
+];
+
 /** A call from a trunk rings bob's phone; answered (and bridged) when `up`. */
 async function trunkCallsBob(up: boolean) {
   const a = await connected();
@@ -298,22 +316,7 @@ Deno.test("transfers and a conference: the actions sent", async (s) => {
       },
     );
     await s.step("the consultation answered, a conference of the three", async () => {
-      await b.play(
-        {
-          Event: "UserEvent",
-          UserEvent: "SvcTransfer",
-          Initiator: BOB.Uniqueid,
-          Transferred: TRUNK.Uniqueid,
-          Exten: "1003",
-          Context: "default",
-        },
-        { Event: "BridgeLeave", BridgeUniqueid: "b1", ...BOB },
-        { Event: "BridgeLeave", BridgeUniqueid: "b1", ...TRUNK },
-        ...channel(CAROL.Channel, CAROL.Uniqueid, LINKED, 5),
-        { Event: "Newstate", ChannelState: "6", ...CAROL, Linkedid: LINKED },
-        enter(BOB, "b3"),
-        enter(CAROL, "b3"),
-      );
+      await b.play(...CONSULTATION_ANSWERED);
       assert.deepEqual(b.take(), [
         ["bob", "EventDialing"],
         ["carol", "EventRinging"],
@@ -368,22 +371,7 @@ Deno.test("a cancelled transfer: the bridge back tried again while Asterisk says
       context: "default",
       timeoutMs: null,
     });
-    await a.play(
-      {
-        Event: "UserEvent",
-        UserEvent: "SvcTransfer",
-        Initiator: BOB.Uniqueid,
-        Transferred: TRUNK.Uniqueid,
-        Exten: "1003",
-        Context: "default",
-      },
-      { Event: "BridgeLeave", BridgeUniqueid: "b1", ...BOB },
-      { Event: "BridgeLeave", BridgeUniqueid: "b1", ...TRUNK },
-      ...channel(CAROL.Channel, CAROL.Uniqueid, LINKED, 5),
-      { Event: "Newstate", ChannelState: "6", ...CAROL, Linkedid: LINKED },
-      enter(BOB, "b3"),
-      enter(CAROL, "b3"),
-    );
+    await a.play(...CONSULTATION_ANSWERED);
     a.sent();
     return a;
   };
