@@ -55,7 +55,7 @@ export const SVC_DRIVEN = new Set([
 ]);
 SVC_DRIVEN.delete("reload");
 
-interface RecordLine {
+export interface RecordLine {
   t: number;
   dir: "send" | "recv";
   data: string;
@@ -110,6 +110,11 @@ export interface AmiReplayOptions {
    * manager.conf's `channelvars` adds), holding `bytes` characters.
    */
   bloat?: { match: RegExp; bytes: number };
+  /**
+   * The recorded lines of each connection changed before they are played: events Asterisk may
+   * send in another order (its threads race), played in that order.
+   */
+  rewrite?: (records: RecordLine[]) => RecordLine[];
 }
 
 /** What a connection held by a fault waits for. */
@@ -266,7 +271,10 @@ function tokenPattern(token: string): RegExp {
 export async function startAmiReplay(options: AmiReplayOptions): Promise<AmiReplay> {
   libraryPromise ??= fallbackLibrary();
   const transcripts = await Promise.all(
-    options.connections.map(async (name) => toTranscript(await load(name))),
+    options.connections.map(async (name) => {
+      const records = await load(name);
+      return toTranscript(options.rewrite ? options.rewrite([...records]) : records);
+    }),
   );
   const { library, unknown } = await libraryPromise;
   const refused =

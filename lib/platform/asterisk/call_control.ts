@@ -77,6 +77,15 @@ export class ControlState {
         if (conference && member) this.#join(conference, member);
         return false;
       }
+      case "ConfbridgeLeave": {
+        // the host leaving ends the conference for every member (`end_marked`): each is released
+        // now, in joining order, not as their hang-ups come (Asterisk's threads race them)
+        const member = leg();
+        const conference = member ? this.conferenceOf(member) : null;
+        if (!conference || conference.host !== member) return false;
+        this.endConference(conference);
+        return true;
+      }
       case "ConfbridgeMute":
       case "ConfbridgeUnmute": {
         const member = leg();

@@ -166,11 +166,39 @@ function queueLines(events: PlatformEvent[], w: World): QueueLine[] {
   );
 }
 
+/**
+ * `actual` is `expected`; else the error names the first line that differs and lists both in
+ * full, one line each, so that the end of a long test output (all a CI log may keep) has them.
+ */
+function same(what: string, actual: unknown[], expected: unknown[]): void {
+  const first = actual.findIndex((line, i) => JSON.stringify(line) !== JSON.stringify(expected[i]));
+  const at = first === -1 && actual.length === expected.length
+    ? -1
+    : first === -1
+    ? Math.min(actual.length, expected.length)
+    : first;
+  if (at === -1) return;
+  const list = (rows: unknown[]) => rows.map((row, i) => `  ${i}: ${JSON.stringify(row)}`);
+  throw new assert.AssertionError({
+    message: [
+      `${what} differ from line ${at}`,
+      "expected:",
+      ...list(expected),
+      "actual:",
+      ...list(actual),
+      `${what}: line ${at} expected ${JSON.stringify(expected[at])}, ` +
+      `came ${JSON.stringify(actual[at])}`,
+    ].join("\n"),
+    actual,
+    expected,
+  });
+}
+
 /** The scenario's events and history, the variables on every phone event, the dials' linkedIds. */
 export function check(scenario: Scenario, { events, started, w }: Outcome & { w: World }): void {
-  assert.deepEqual(lines(events), scenario.events);
-  assert.deepEqual(queueLines(events, w), scenario.queue ?? []);
-  assert.deepEqual(historyLines(events, w), scenario.history);
+  same("events", lines(events), scenario.events);
+  same("queue events", queueLines(events, w), scenario.queue ?? []);
+  same("history", historyLines(events, w), scenario.history);
   const usr = Object.fromEntries(
     Object.entries(scenario.variables ?? {}).map(([key, value]) => [`USR_${key}`, value]),
   );
