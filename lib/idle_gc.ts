@@ -1,21 +1,62 @@
 /**
- * Memory back down after a burst: V8 grows its heap to serve a burst of requests (10,000 refused
- * ones leave some 70 MB of garbage) and collects it only when new allocations ask for room, so an
- * idle process kept that memory for good. When the process runs with `--v8-flags=--expose-gc` (the
- * tasks and the deployment files do), a full collection runs once the server has served requests
- * (or just started) and then none for {@link IDLE_MS}: the heap goes back to what is live. Without
- * the flag this does nothing.
+ * Memory back down after a burst, in two steps once the server is idle.
+ *
+ * 1. V8 grows its heap to serve a burst of requests (10,000 refused ones leave some 70 MB of
+ *    garbage) and collects it only when new allocations ask for room, so an idle process kept that
+ *    memory for good. When the process runs with `--v8-flags=--expose-gc` (the tasks and the
+ *    deployment files do), a full collection runs once the server has served requests (or just
+ *    started) and then none for {@link IDLE_MS}: the heap goes back to what is live. Without the
+ *    flag this step does nothing.
+ * 2. What that collection frees outside V8's heap (the bytes of request bodies, which Deno reads
+ *    into 64 KiB buffers, and the other native buffers of a request) goes back to glibc's malloc,
+ *    which keeps it: freed chunks lie between chunks still in use, and glibc gives back to the
+ *    system only the free end of its heap. After 10,000 malformed requests with bodies (issue 27
+ *    §6) it held some 100–150 MB that way, none of it in use. One tick after the collection, when
+ *    its freeing is done, glibc's `malloc_trim(0)` gives every free page back (a few ms). It is
+ *    called through FFI, so only when the process may (`--allow-ffi`: the tasks and the deployment
+ *    files pass it) on Linux with glibc; elsewhere this step does nothing.
  */
 
 /** V8's `gc` of `--expose-gc`, with its options. */
 type V8Gc = (options?: { type?: string; execution?: string; flavor?: string }) => void;
 
+/** Gives the allocator's free memory back to the system. */
+export type Trim = () => void;
+
 /** How long without a request counts as idle. */
 export const IDLE_MS = 1_000;
 
 /**
- * Wraps a `Deno.serve` handler so that the process collects its garbage once idle after serving
- * (see the module comment); `gc` is V8's, present with `--expose-gc`. `stop` ends the idle checks.
+ * glibc's `malloc_trim(0)` (every free page of every arena back to the system), or undefined where
+ * it cannot be called: not Linux, no `--allow-ffi`, or a C library without it (musl). Opened once.
+ *
+ * @example
+ * mallocTrim()?.(); // after a collection freed native buffers
+ */
+export function mallocTrim(): Trim | undefined {
+  if (trimmer !== null) return trimmer;
+  trimmer = undefined;
+  if (Deno.build.os !== "linux") return trimmer;
+  // queried, never asked: a process started without the permission must not prompt
+  if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return trimmer;
+  try {
+    const libc = Deno.dlopen("libc.so.6", {
+      malloc_trim: { parameters: ["usize"], result: "i32" },
+    });
+    trimmer = () => void libc.symbols.malloc_trim(0n);
+  } catch {
+    // no glibc: musl has neither libc.so.6 nor malloc_trim
+  }
+  return trimmer;
+}
+
+/** {@link mallocTrim}'s answer once known (null before). */
+let trimmer: Trim | undefined | null = null;
+
+/**
+ * Wraps a `Deno.serve` handler so that the process collects its garbage once idle after serving,
+ * then gives the native memory it freed back (see the module comment); `gc` is V8's, present with
+ * `--expose-gc`, `trim` {@link mallocTrim}'s (null: none). `stop` ends the idle checks.
  *
  * @example
  * const { handler, stop } = collectWhenIdle(app.fetch);
@@ -25,19 +66,30 @@ export function collectWhenIdle(
   handler: Deno.ServeHandler,
   gc: V8Gc | undefined = (globalThis as { gc?: V8Gc }).gc,
   idleMs = IDLE_MS,
+  trim: Trim | null = mallocTrim() ?? null,
 ): { handler: Deno.ServeHandler; stop(): void } {
-  if (!gc) return { handler, stop() {} };
+  if (!gc && !trim) return { handler, stop() {} };
   // the start counts as a burst: loading the modules and preparing the store left garbage too
   let served = true;
+  /** A collection ran and no request came since: trim at the next check. */
+  let collected = false;
   let lastRequest = performance.now();
   // checked four times per idle period: collected between 1 and 1.25 idle periods after the last
   // request, so the memory a start or a burst took is given back within a second or so
   const timer = setInterval(() => {
+    if (collected) {
+      collected = false;
+      // a tick after the collection: V8 frees the buffers it found dead (ArrayBuffers' bytes)
+      // on its own threads after the collection returns
+      if (!served) trim?.();
+      return;
+    }
     if (!served || performance.now() - lastRequest < idleMs) return;
     served = false;
     // "last-resort": every collectable object, and the heap's unused pages given back (a plain
     // `gc()` frees the objects but keeps the room the burst made)
-    gc({ type: "major", execution: "sync", flavor: "last-resort" });
+    gc?.({ type: "major", execution: "sync", flavor: "last-resort" });
+    collected = true;
   }, idleMs / 4);
   Deno.unrefTimer(timer); // never what keeps the process alive
   return {
