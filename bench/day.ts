@@ -14,11 +14,15 @@
  *   (the event log and outbox past their retention are gone; the history stays, bounded by
  *   `SVC_CALL_HISTORY_RETENTION_DAYS`).
  *
- * Run alone: `deno run -A bench/day.ts [calls]` (`BENCH_DAY_CALLS`, `BENCH_DAY_RATE` per second).
+ * Run alone: `deno run -A bench/day.ts [calls]` (`BENCH_DAY_CALLS`, `BENCH_DAY_RATE` per second;
+ * `BENCH_PROFILE=1` prints where the server's time went from the 10th to the 30th second).
  */
 import { join } from "node:path";
 import { BenchError, bounded, callSvc, pause, rssKb, startSvcProcess } from "./processes.ts";
+import { startProfile } from "./profile.ts";
 import { printRows, type Row } from "./rows.ts";
+
+const PROFILE = Deno.env.get("BENCH_PROFILE") === "1";
 
 /** The people: 40 callers, 30 who answer, 10 agents' phones, 10 forwarding, 5 busy, 5 not answering. */
 const CALLERS = range(1001, 40);
@@ -211,7 +215,7 @@ export async function dayBench(
     SVC_SIM_ANSWER_MS: "30",
     SVC_SIM_TALK_MS: "150",
     SVC_HASH_ITERATIONS: "100000",
-  }, { readyPath: "/ready" });
+  }, { readyPath: "/ready", inspector: PROFILE ? 9341 : 0 });
   await provision(svc, adminToken);
   await pause(5_000);
   const startRss = await rssKb(pid);
@@ -222,8 +226,15 @@ export async function dayBench(
   const failures: string[] = [];
   const started = performance.now();
   const dialLatencies: number[] = [];
+  let stopProfile: (() => Promise<string>) | null = null;
   for (let n = 0; n < calls;) {
     const second = performance.now();
+    // BENCH_PROFILE=1: where the server's time goes, from the 10th second for 20 s
+    if (PROFILE && n === rate * 10) stopProfile = await startProfile(9341);
+    if (stopProfile && n === rate * 30) {
+      console.log(await stopProfile());
+      stopProfile = null;
+    }
     const batch = [];
     for (let i = 0; i < rate && n < calls; i++, n++) {
       const { caller, path, body } = dialOf(n);

@@ -35,6 +35,7 @@ import {
   usrVariables,
   type WaitingCall,
 } from "../port.ts";
+import { EventDelivery } from "../delivery.ts";
 import type {
   CallCommand,
   Conference,
@@ -93,7 +94,7 @@ const PRESENCE = "platform_process";
 /** Every process keeps the events it saw this long (and this many at most), for a takeover. */
 const SEEN_MS = 60_000;
 const SEEN_MAX = 20_000;
-/** Events handed to the listeners at once when a takeover hands over what was seen. */
+/** Events handed to the listeners at once (what a takeover hands over, what a burst brings). */
 const REPLAY_CHUNK = 500;
 /** The `UserEvent` each process sends once logged in: where the ids of the events after it start. */
 const MARK_EVENT = "SvcMark";
@@ -127,7 +128,14 @@ export class AsteriskPlatform implements Platform {
   readonly #listeners: PlatformListener[] = [];
   /** Events of the AMI event being handled, handed over once it is. */
   #batch: PlatformEvent[] = [];
-  #delivery: Promise<void> = Promise.resolve();
+  /**
+   * The events handed over on their way to the listeners, in order, {@link REPLAY_CHUNK} at most
+   * at once; none once this process has given the lease up (the next holder hands them over).
+   */
+  readonly #delivery = new EventDelivery(
+    async (batch) => this.#leader && await this.#tellListeners(batch),
+    REPLAY_CHUNK,
+  );
   #statusVersion = 0;
   readonly #owner = crypto.randomUUID();
   #leader = false;
@@ -522,7 +530,7 @@ export class AsteriskPlatform implements Platform {
     this.#agents.close();
     await this.#ami.close();
     await this.#writer.close();
-    await this.#delivery;
+    await this.#delivery.idle();
     await Promise.all(this.#storeWrites);
     if (this.#leader) {
       await releaseLeaseAt(this.options.store, LEASE_KEY, this.#owner).catch(() => null);
@@ -535,7 +543,7 @@ export class AsteriskPlatform implements Platform {
    */
   async settled(): Promise<void> {
     if (this.#ami.connected) await this.#ami.action("Ping").catch(() => null);
-    await this.#delivery;
+    await this.#delivery.idle();
   }
 
   /** Resolves once the first connection's resync is done (tests and benchmarks start there). */
@@ -865,34 +873,30 @@ export class AsteriskPlatform implements Platform {
     if (this.#leader) this.#deliver(events);
   }
 
-  /** Queues `events` for the listeners, phone and agent events first, then the history. */
+  /** Queues `events` for the listeners (`lib/platform/delivery.ts`). */
   #deliver(events: PlatformEvent[]): void {
-    const batches = [
-      events.filter((event) => event.kind !== "call_ended"),
-      events.filter((event) => event.kind === "call_ended"),
-    ].filter((batch) => batch.length);
-    this.#delivery = this.#delivery.then(async () => {
-      for (const batch of batches) {
-        // given up meanwhile: the next holder hands these over
-        if (!this.#leader) return;
-        for (const listener of this.#listeners) {
-          try {
-            await listener(batch);
-          } catch (error) {
-            if (error instanceof StoreUnavailable) {
-              // the store fails this process: another takes over and writes what this one could
-              // not (each listener writes each id once)
-              this.#stepDown("store unavailable", error);
-              return;
-            }
-            this.options.logger.error("platform listener failed", {
-              error: String(error),
-              events: batch.length,
-            });
-          }
+    this.#delivery.push(events);
+  }
+
+  /** `batch` to every listener in turn; false when the store failed this process (it stepped down). */
+  async #tellListeners(batch: PlatformEvent[]): Promise<boolean> {
+    for (const listener of this.#listeners) {
+      try {
+        await listener(batch);
+      } catch (error) {
+        if (error instanceof StoreUnavailable) {
+          // the store fails this process: another takes over and writes what this one could
+          // not (each listener writes each id once)
+          this.#stepDown("store unavailable", error);
+          return false;
         }
+        this.options.logger.error("platform listener failed", {
+          error: String(error),
+          events: batch.length,
+        });
       }
-    });
+    }
+    return true;
   }
 
   /** Keeps `events` among those seen, the oldest beyond {@link SEEN_MS} or {@link SEEN_MAX} gone. */
@@ -913,16 +917,16 @@ export class AsteriskPlatform implements Platform {
    * gave it up then).
    */
   #handOverSeen(ownFrom: number | null): void {
-    const events = this.#seen.flatMap((batch) =>
+    const batches = this.#seen.map((batch) =>
       batch.events.filter((event) =>
         !this.#local.has(event) || (ownFrom !== null && batch.seq >= ownFrom)
       )
     );
-    if (events.length === 0) return;
-    this.options.logger.info("platform events seen handed over", { events: events.length });
-    for (let start = 0; start < events.length; start += REPLAY_CHUNK) {
-      this.#deliver(events.slice(start, start + REPLAY_CHUNK));
-    }
+    const count = batches.reduce((sum, events) => sum + events.length, 0);
+    if (count === 0) return;
+    this.options.logger.info("platform events seen handed over", { events: count });
+    // batch by batch, as they were handed over the first time (each batch's history last)
+    for (const events of batches) if (events.length) this.#deliver(events);
   }
 
   /**

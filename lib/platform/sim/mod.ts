@@ -59,6 +59,7 @@ import {
   type SimPhone,
 } from "./control.ts";
 import { type Directory, type DirectoryLoader, directoryLoader } from "../directory.ts";
+import { EventDelivery } from "../delivery.ts";
 import { dispatch, enqueue, waitingCalls } from "./queues.ts";
 import { type PhonePolicy, SimState, type Step, type TimerOwner } from "./state.ts";
 
@@ -89,7 +90,8 @@ export class SimPlatform implements Platform {
   #statusVersion = 0;
   #statusDirectory: Directory | null = null;
   /** A step is running: the state may be half changed. */
-  #stepping = false;
+  /** Steps queued, running or with their events not yet with the listeners. */
+  #unsettled = 0;
   readonly #listeners: PlatformListener[] = [];
   /**
    * Event ids: the simulator runs in one process and hands each event over once, so an id only
@@ -99,6 +101,20 @@ export class SimPlatform implements Platform {
   #eventCount = 0;
   readonly #timers = new Set<() => void>();
   #tail: Promise<unknown> = Promise.resolve();
+  /** The steps' events on their way to the listeners, in order; a listener failing is logged. */
+  readonly #delivery = new EventDelivery(async (batch) => {
+    for (const listener of this.#listeners) {
+      try {
+        await listener(batch);
+      } catch (error) {
+        this.options.logger.error("platform listener failed", {
+          error: String(error),
+          events: batch.length,
+        });
+      }
+    }
+    return true;
+  });
   #closed = false;
 
   constructor(readonly options: SimOptions) {
@@ -322,7 +338,7 @@ export class SimPlatform implements Platform {
    */
   phoneStatusVersion(): number | null {
     const dir = this.#directory.recent();
-    if (!dir || this.#stepping) return null;
+    if (!dir || this.#unsettled > 0) return null;
     if (dir !== this.#statusDirectory) {
       this.#statusDirectory = dir;
       this.#statusVersion++;
@@ -376,35 +392,38 @@ export class SimPlatform implements Platform {
   /**
    * Runs `body` as the next step of the queue: with a fresh directory, then agents whose queue
    * leg ended are settled and waiting queue calls are offered; then the step's events go to the
-   * listeners. The answer (or the refusal) of `body` is the step's.
+   * listeners. The answer (or the refusal) of `body` is the step's, once its events are with the
+   * listeners. The next step runs as soon as this one's body is done, while its events are being
+   * written: steps are serial (each sees the state the last one left), their events in their
+   * order, and those of steps that ended meanwhile go to the listeners together
+   * (`lib/platform/delivery.ts`): a day of traffic is not held up by one store commit per step.
    */
   #step<T>(body: (step: Step) => Promise<T>): Promise<T> {
+    this.#unsettled++;
+    const events: PlatformEvent[] = [];
     const run = this.#tail.then(async () => {
-      const events: PlatformEvent[] = [];
-      this.#stepping = true;
+      const step: Step = {
+        sim: this.#sim,
+        dir: await this.#directory.load(),
+        now: this.options.clock.now(),
+        emit: (event) => events.push({ ...event, id: `${this.#idPrefix}${++this.#eventCount}` }),
+        later: (owner, ms, task) => this.#later(owner, ms, task),
+      };
       try {
-        const step: Step = {
-          sim: this.#sim,
-          dir: await this.#directory.load(),
-          now: this.options.clock.now(),
-          emit: (event) => events.push({ ...event, id: `${this.#idPrefix}${++this.#eventCount}` }),
-          later: (owner, ms, task) => this.#later(owner, ms, task),
-        };
-        try {
-          return await body(step);
-        } finally {
-          settleAgents(step);
-          await dispatch(step, reachNumber);
-          settleAgents(step);
-        }
+        return await body(step);
       } finally {
-        await this.#deliver(events); // never throws: a listener failing is logged
-        this.#statusVersion++;
-        this.#stepping = false;
+        settleAgents(step);
+        await dispatch(step, reachNumber);
+        settleAgents(step);
       }
     });
     this.#tail = run.catch(() => {});
-    return run;
+    const delivered = run.then(() => {}, () => {}).then(() => this.#delivery.push(events))
+      .finally(() => {
+        this.#statusVersion++;
+        this.#unsettled--;
+      });
+    return delivered.then(() => run);
   }
 
   /**
@@ -440,30 +459,6 @@ export class SimPlatform implements Platform {
     });
     owner.timers.add(cancel);
     this.#timers.add(cancel);
-  }
-
-  /**
-   * Hands the step's events to every listener, awaited, in order: phone and agent events first,
-   * then the finished calls' history in a batch of its own, so that a listener failing on one
-   * (logged) does not lose the other.
-   */
-  async #deliver(events: PlatformEvent[]): Promise<void> {
-    const batches = [
-      events.filter((event) => event.kind !== "call_ended"),
-      events.filter((event) => event.kind === "call_ended"),
-    ].filter((batch) => batch.length);
-    for (const batch of batches) {
-      for (const listener of this.#listeners) {
-        try {
-          await listener(batch);
-        } catch (error) {
-          this.options.logger.error("platform listener failed", {
-            error: String(error),
-            events: batch.length,
-          });
-        }
-      }
-    }
   }
 }
 
