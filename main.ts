@@ -3,10 +3,8 @@
  * builds the app and serves it until SIGINT or SIGTERM.
  */
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
-import { prepareStore } from "./lib/bootstrap.ts";
+import { prepareStore, startBackground } from "./lib/bootstrap.ts";
 import { demoBanner } from "./lib/demo.ts";
-import { recoverBulkWrites } from "./lib/store/bulk.ts";
-import { pruneCallsBefore } from "./lib/store/call_history.ts";
 import { createServices, type Services } from "./lib/services.ts";
 import { collectWhenIdle } from "./lib/idle_gc.ts";
 import { createApp } from "./routes/mod.ts";
@@ -136,28 +134,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
     fail(`cannot open the store SVC_KV=${config.kv}: ${(error as Error).message}`);
   }
   await prepareStore(services);
-  // events: delivered in the background from now on; the cron pass each minute (under the lease in
-  // the store) also picks up what another process left behind, e.g. one that was killed
-  services.events.start();
-  services.platform.start();
-  // QueueStatistics events, at most one a second per queue whose figures changed
-  services.supervision.start();
-  Deno.cron("redeliver events", "* * * * *", async () => {
-    await services.events.deliverDue();
-  });
-  // supervision's day counters past the retention (also pruned when the counting starts a day)
-  Deno.cron("prune supervision days", "17 * * * *", async () => {
-    await services.supervision.prune();
-  });
-  // the call history past its retention (SVC_CALL_HISTORY_RETENTION_DAYS)
-  Deno.cron("prune call history", "23 * * * *", async () => {
-    const days = config.callHistoryRetentionDays;
-    await pruneCallsBefore(services.store, services.clock.now() - days * 86_400_000);
-  });
-  // a process that died in the middle of an import leaves a journal: undo it once it is stale
-  Deno.cron("undo unfinished imports", "* * * * *", async () => {
-    await recoverBulkWrites(services.store, services.clock.now());
-  });
+  startBackground(services);
   const app = createApp(services);
   // The signal handlers come first: a SIGTERM right after "listening" still closes the store.
   // They run from the event loop, so `server` is always set by the time one does.

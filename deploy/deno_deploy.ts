@@ -5,7 +5,7 @@
  *
  * Deploy: `deployctl deploy --entrypoint=deploy/deno_deploy.ts` (see deploy/README.md).
  */
-import { prepareStore } from "../lib/bootstrap.ts";
+import { prepareStore, startBackground } from "../lib/bootstrap.ts";
 import { loadConfig } from "../lib/config.ts";
 import { createServices } from "../lib/services.ts";
 import { Store } from "../lib/store/store.ts";
@@ -16,5 +16,7 @@ const config = loadConfig(env);
 const store = await Store.open(env.SVC_KV ? config.kv : null);
 const services = await createServices(config, { store });
 await prepareStore(services);
+// the same background work as `deno task start`: events posted, the platform followed, crons
+startBackground(services);
 
 Deno.serve(createApp(services).fetch);

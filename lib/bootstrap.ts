@@ -1,7 +1,12 @@
-/** What every store needs before serving: default contexts, the administrator, the demo data. */
+/**
+ * What every server does before serving, whatever starts it (`main.ts`, `deploy/deno_deploy.ts`):
+ * the store's defaults (contexts, the administrator, the demo data), then the work that runs in
+ * the background (event delivery, the platform, supervision's publisher, the crons).
+ */
 import { loadDemo } from "./demo.ts";
 import type { Services } from "./services.ts";
 import { recoverBulkWrites } from "./store/bulk.ts";
+import { pruneCallsBefore } from "./store/call_history.ts";
 import { ensureDefaultContexts } from "./store/contexts.ts";
 import { ensureAdmin, hasWebServiceUsers } from "./store/webservice_users.ts";
 
@@ -28,4 +33,39 @@ export async function prepareStore(services: Services): Promise<void> {
         "administrator (or SVC_DEMO=true to try svc with demo data)",
     );
   }
+}
+
+/**
+ * Starts what runs in the background: event delivery, the platform, supervision's
+ * `QueueStatistics` publisher, and the crons (redelivery, prunes, stale imports). `Deno.cron`
+ * must exist (`--unstable-cron`, or Deno Deploy).
+ *
+ * @example
+ * await prepareStore(services);
+ * startBackground(services);
+ */
+export function startBackground(services: Services): void {
+  const { config, store, clock } = services;
+  // events: delivered in the background from now on; the cron pass each minute (under the lease in
+  // the store) also picks up what another process left behind, e.g. one that was killed
+  services.events.start();
+  services.platform.start();
+  // QueueStatistics events, at most one a second per queue whose figures changed
+  services.supervision.start();
+  Deno.cron("redeliver events", "* * * * *", async () => {
+    await services.events.deliverDue();
+  });
+  // supervision's day counters past the retention (also pruned when the counting starts a day)
+  Deno.cron("prune supervision days", "17 * * * *", async () => {
+    await services.supervision.prune();
+  });
+  // the call history past its retention (SVC_CALL_HISTORY_RETENTION_DAYS)
+  Deno.cron("prune call history", "23 * * * *", async () => {
+    const days = config.callHistoryRetentionDays;
+    await pruneCallsBefore(store, clock.now() - days * 86_400_000);
+  });
+  // a process that died in the middle of an import leaves a journal: undo it once it is stale
+  Deno.cron("undo unfinished imports", "* * * * *", async () => {
+    await recoverBulkWrites(store, clock.now());
+  });
 }
