@@ -95,55 +95,33 @@ export function abuse(route: Route, kind: Kind, n: number, token: string): Abuse
   const auth = (authorization: string) => ({ Authorization: authorization });
   const json = { "Content-Type": "application/json" };
   const valid = auth(`Bearer ${token}`);
+  /** A JSON request with a valid token and `body`. */
+  const withBody = (body: Abuse["body"], extra: Record<string, string> = {}): Abuse => ({
+    kind,
+    method,
+    path,
+    headers: { ...valid, ...json, ...extra },
+    body,
+  });
   switch (kind) {
     case "oversized":
-      return {
-        kind,
-        method,
-        path,
-        headers: { ...valid, ...json },
-        body: { how: "bytes", bytes: oversizedBody() },
-      };
+      return withBody({ how: "bytes", bytes: oversizedBody() });
     case "oversized-chunked":
-      return {
-        kind,
-        method,
-        path,
-        headers: { ...valid, ...json },
-        body: { how: "chunked", size: 10 * MiB + 1 },
-      };
+      return withBody({ how: "chunked", size: 10 * MiB + 1 });
     case "string-1mib":
-      return {
-        kind,
-        method,
-        path,
-        headers: { ...valid, ...json },
-        body: { how: "bytes", bytes: string1MiB() },
-      };
+      return withBody({ how: "bytes", bytes: string1MiB() });
     case "nested-3000":
-      return {
-        kind,
-        method,
-        path,
-        headers: { ...valid, ...json },
-        body: { how: "bytes", bytes: NESTED },
-      };
+      return withBody({ how: "bytes", bytes: NESTED });
     case "cut":
-      return {
-        kind,
-        method,
-        path,
-        headers: { ...valid, ...json },
-        body: { how: "cut", bytes: encoder.encode(`{"state": ${n}`.slice(0, 10)), declared: 100 },
-      };
+      return withBody({
+        how: "cut",
+        bytes: encoder.encode(`{"state": ${n}`.slice(0, 10)),
+        declared: 100,
+      });
     case "not-json":
-      return {
-        kind,
-        method,
-        path,
-        headers: { ...valid, ...json, "Idempotency-Key": crypto.randomUUID() },
-        body: { how: "bytes", bytes: encoder.encode(`{"state": tru${n}`) },
-      };
+      return withBody({ how: "bytes", bytes: encoder.encode(`{"state": tru${n}`) }, {
+        "Idempotency-Key": crypto.randomUUID(),
+      });
     case "garbage-token":
       return { kind, method, path, headers: auth(`Bearer ${crypto.randomUUID()}${n}`) };
     case "foreign-token":

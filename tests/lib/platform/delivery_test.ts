@@ -6,6 +6,18 @@ import type { PlatformEvent } from "../../../lib/platform/port.ts";
 /** A phone event or a finished call, named by `id`. */
 const phone = (id: string) => ({ kind: "phone", id }) as unknown as PlatformEvent;
 const history = (id: string) => ({ kind: "call_ended", id }) as unknown as PlatformEvent;
+/** A delivery whose listeners stay busy with the first batch until `gate` opens. */
+function gated(most?: number) {
+  const told: string[][] = [];
+  const gate = Promise.withResolvers<void>();
+  const delivery = new EventDelivery(async (batch) => {
+    told.push(ids(batch));
+    if (told.length === 1) await gate.promise;
+    return true;
+  }, most);
+  return { told, gate, delivery };
+}
+
 const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
 const ids = (batch: PlatformEvent[]) => batch.map((event) => event.id ?? "");
 
@@ -32,13 +44,7 @@ Deno.test("one push: its phone events, then its history, in a batch each", async
 });
 
 Deno.test("pushes while the listeners are busy go together, in order, each push's history last", async () => {
-  const told: string[][] = [];
-  const gate = Promise.withResolvers<void>();
-  const delivery = new EventDelivery(async (batch) => {
-    told.push(ids(batch));
-    if (told.length === 1) await gate.promise;
-    return true;
-  });
+  const { told, gate, delivery } = gated();
   const first = delivery.push([phone("a")]);
   await tick(); // "a" is with the listeners
   const second = delivery.push([phone("b"), history("hb")]);
@@ -55,13 +61,7 @@ Deno.test("pushes while the listeners are busy go together, in order, each push'
 });
 
 Deno.test("at most `most` events at once, without splitting a push's kinds' order", async () => {
-  const told: string[][] = [];
-  const gate = Promise.withResolvers<void>();
-  const delivery = new EventDelivery(async (batch) => {
-    told.push(ids(batch));
-    if (told.length === 1) await gate.promise;
-    return true;
-  }, 2);
+  const { told, gate, delivery } = gated(2);
   const pushes = [delivery.push([phone("a")])];
   await tick();
   pushes.push(
