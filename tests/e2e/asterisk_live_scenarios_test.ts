@@ -14,12 +14,11 @@
  */
 import assert from "node:assert/strict";
 import type { CallStarted, PlatformEvent } from "../../lib/platform/port.ts";
-import type { AsteriskPlatform } from "../../lib/platform/asterisk/mod.ts";
-import { setup } from "../helpers.ts";
-import { startAmiRecorder } from "../peers/ami_recorder.ts";
-import { type Pbx, preparePbx } from "../peers/asterisk_pbx.ts";
+import type { AmiRecorder } from "../peers/ami_recorder.ts";
+import { OUTSIDE_ROUTE, type Pbx, quietManager } from "../peers/asterisk_pbx.ts";
+import { startRecordedPbx, svcOnPbx } from "./recorded_pbx.ts";
 import { livePeers } from "../peers/live_peers.ts";
-import { type Phone, startPhone } from "../peers/baresip_phone.ts";
+import type { Phone } from "../peers/baresip_phone.ts";
 import { type Audio, parseWav, toneLevel } from "../peers/wav.ts";
 import { scenarioWorld } from "../lib/platform/fixtures.ts";
 import { capture, check } from "../lib/platform/scenario_runner.ts";
@@ -37,16 +36,6 @@ const PEOPLE = { "1001": "alice", "1002": "bob", "1003": "carol" } as const;
 /** The tone each phone sends, in Hz; the PBX's music on hold is 300 Hz. */
 const TONES: Record<string, number> = { alice: 440, bob: 1000, carol: 1600 };
 const MUSIC_HZ = 300;
-
-/** The outside route of the recorded PBX (transcript 20): a second channel that answers. */
-const OUTSIDE_ROUTE = [
-  "[default]",
-  "exten => _0XXXXX.,1,NoOp(outside call to ${EXTEN})",
-  " same => n,Dial(Local/${EXTEN}@acc-outside,60)",
-  "[acc-outside]",
-  "exten => _X.,1,Answer()",
-  " same => n,Wait(3600)",
-].join("\n");
 
 /**
  * The scenario's phones as the simulator's control API is played on real ones: answer and reject
@@ -88,42 +77,23 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
-    const pbx = await preparePbx({
+    const { pbx, recorder, phones, stop } = await startRecordedPbx({
       prefix: PREFIX!,
       config: {
         "extensions.conf": (ours) => `${ours}\n${OUTSIDE_ROUTE}\n`,
-        // the recordings leave out the events svc never reads, as those of tests/peers do
-        "manager.conf": (ours) =>
-          ours + ["VarSet", "RTCPSent", "RTCPReceived"]
-            .map((name) => `eventfilter(action(exclude),name(${name})) =\n`).join(""),
+        "manager.conf": quietManager,
       },
-    });
-    const recorder = startAmiRecorder(pbx.amiPort);
-    const phones: Record<string, Phone> = {};
-    try {
-      // svc writes its files first (its users, dialplan and queue), then Asterisk boots with them
-      const first = await world(recorder.port, pbx);
-      first.platform.start();
-      await until(
-        () => Deno.readTextFile(`${pbx.configDir}/pjsip_svc.conf`).then(() => true, () => false),
-        10_000,
-        "svc's files",
-      );
-      await pbx.start();
-      await first.platform.firstSync();
-      for (const user of Object.values(PEOPLE)) {
-        phones[user] = await startPhone({
-          pbx,
+      svc: world,
+      file: "pjsip_svc.conf",
+      phones: Object.fromEntries(
+        Object.values(PEOPLE).map((user) => [
           user,
-          password: `${user}-sip`,
-          answerMode: "manual",
-          toneHz: TONES[user],
-          record: true,
-        });
-      }
-      await until(() => pbx.registered(Object.values(PEOPLE)), 20_000, "the phones register");
-      await first.close();
-
+          { user, answerMode: "manual", toneHz: TONES[user], record: true },
+        ]),
+      ),
+      registerMs: 20_000,
+    });
+    try {
       const chosen = SCENARIOS.filter((one) =>
         one.recordedBySvc && (one.transcript ?? "").includes(ONLY)
       );
@@ -180,34 +150,13 @@ Deno.test({
         await whatTheyHear(recorder.port, pbx, phones);
       });
     } finally {
-      for (const phone of Object.values(phones)) await phone.stop();
-      await recorder.close();
-      await pbx.stop();
+      await stop();
     }
   },
 });
 
 /** svc in this process on the Asterisk adapter (through `amiPort`), its people built through `/1.1`. */
-async function world(amiPort: number, pbx: Pbx) {
-  const ctx = await setup({
-    SVC_PLATFORM: "asterisk",
-    SVC_AMI_PORT: String(amiPort),
-    SVC_AMI_USERNAME: pbx.ami.username,
-    SVC_AMI_SECRET: pbx.ami.secret,
-    SVC_ASTERISK_CONFIG_DIR: pbx.configDir,
-  });
-  const w = await scenarioWorld(ctx);
-  const platform = ctx.services.platform as AsteriskPlatform;
-  return {
-    ctx,
-    w,
-    platform,
-    async close() {
-      await platform.close();
-      ctx.services.store.close();
-    },
-  };
-}
+const world = (amiPort: number, pbx: Pbx) => svcOnPbx(amiPort, pbx, scenarioWorld);
 
 /** The transcript of {@link queueResync}. */
 const QUEUE_RESYNC = "31-queue-resync";
@@ -217,7 +166,7 @@ const QUEUE_RESYNC = "31-queue-resync";
  * `QueueStatus` (it saw no join: a stray, never counted); she hangs up and the queue is empty.
  */
 async function queueResync(
-  recorder: ReturnType<typeof startAmiRecorder>,
+  recorder: AmiRecorder,
   pbx: Pbx,
   phones: Record<string, Phone>,
 ) {
@@ -250,15 +199,21 @@ async function queueResync(
 }
 
 /** The 100 ms windows of a recording, each named by the tone that fills it (or silence). */
-function timeline(audio: Audio, tones: Record<string, number>): string[] {
+/** `audio` cut in windows of 100 ms. */
+function windows(audio: Audio): Audio[] {
   const size = audio.rate / 10;
-  const windows: string[] = [];
+  const parts: Audio[] = [];
   for (let at = 0; at + size <= audio.samples.length; at += size) {
-    const part = { ...audio, samples: audio.samples.subarray(at, at + size) };
-    const named = Object.entries(tones).find(([, hz]) => toneLevel(part, hz) > 0.3);
-    windows.push(named?.[0] ?? "silence");
+    parts.push({ ...audio, samples: audio.samples.subarray(at, at + size) });
   }
-  return windows;
+  return parts;
+}
+
+/** Which tone each window of 100 ms is, or "silence". */
+function timeline(audio: Audio, tones: Record<string, number>): string[] {
+  return windows(audio).map((part) =>
+    Object.entries(tones).find(([, hz]) => toneLevel(part, hz) > 0.3)?.[0] ?? "silence"
+  );
 }
 
 /** How many of `windows` are `name`. */
@@ -323,9 +278,13 @@ async function whatTheyHear(amiPort: number, pbx: Pbx, phones: Record<string, Ph
     const recorded = timeline(parseWav(await Deno.readFile(`${monitor}/${files[0]}`)), TONES);
     assert.ok(recorded.length >= 35, `the file holds the call's time: ${recorded.length} windows`);
     assert.ok(count(recorded, "silence") >= 10, `the pause is silence: ${recorded}`);
-    // both parties mixed: each tone is there, the other's riding along
+    // both parties mixed: windows hold each tone, the other's riding along (window by window: a
+    // whole file's tone is not one coherent sine once a busy machine let packets slip)
     const audio = parseWav(await Deno.readFile(`${monitor}/${files[0]}`));
-    assert.ok(toneLevel(audio, TONES.alice!) > 0.1 && toneLevel(audio, TONES.bob!) > 0.1);
+    const mixed = windows(audio).filter((part) =>
+      toneLevel(part, TONES.alice!) > 0.1 && toneLevel(part, TONES.bob!) > 0.1
+    ).length;
+    assert.ok(mixed >= 10, `both tones in ${mixed} windows of 100 ms`);
   } finally {
     await w.close();
   }

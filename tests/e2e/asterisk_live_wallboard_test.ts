@@ -13,11 +13,10 @@
  * (`tests/peers/asterisk_transcripts/`).
  */
 import assert from "node:assert/strict";
-import type { AsteriskPlatform } from "../../lib/platform/asterisk/mod.ts";
-import { setup, type TestContext } from "../helpers.ts";
-import { startAmiRecorder } from "../peers/ami_recorder.ts";
-import { type Pbx, preparePbx } from "../peers/asterisk_pbx.ts";
-import { type Phone, startPhone } from "../peers/baresip_phone.ts";
+import type { TestContext } from "../helpers.ts";
+import { type Pbx, quietManager } from "../peers/asterisk_pbx.ts";
+import { startRecordedPbx, svcOnPbx } from "./recorded_pbx.ts";
+import type { Phone } from "../peers/baresip_phone.ts";
 import { livePeers } from "../peers/live_peers.ts";
 import {
   captureEvents,
@@ -45,27 +44,8 @@ const RECORD_TO = Deno.env.get("SVC_RECORD_TRANSCRIPTS");
 const FIGURES_WITHIN_MS = 15_000;
 
 /** svc in this process on the Asterisk adapter (through `amiPort`), the scenario's people built. */
-async function liveWorld(amiPort: number, pbx: Pbx) {
-  const ctx = await setup({
-    SVC_PLATFORM: "asterisk",
-    SVC_AMI_PORT: String(amiPort),
-    SVC_AMI_USERNAME: pbx.ami.username,
-    SVC_AMI_SECRET: pbx.ami.secret,
-    SVC_ASTERISK_CONFIG_DIR: pbx.configDir,
-    ...WALLBOARD_SETTINGS,
-  });
-  const w = await wallboardWorld(ctx);
-  const platform = ctx.services.platform as AsteriskPlatform;
-  return {
-    ctx,
-    w,
-    platform,
-    async close() {
-      await platform.close();
-      ctx.services.store.close();
-    },
-  };
-}
+const liveWorld = (amiPort: number, pbx: Pbx) =>
+  svcOnPbx(amiPort, pbx, wallboardWorld, WALLBOARD_SETTINGS);
 
 /**
  * The scenario's phones played on real ones: an agent's phone answers or rejects what rings
@@ -116,40 +96,21 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const simulated = await wallboardOnSimulator();
-    const pbx = await preparePbx({
+    const { pbx, recorder, phones, stop } = await startRecordedPbx({
       prefix: PREFIX!,
-      config: {
-        // the recordings leave out the events svc never reads, as those of tests/peers do
-        "manager.conf": (ours) =>
-          ours + ["VarSet", "RTCPSent", "RTCPReceived"]
-            .map((name) => `eventfilter(action(exclude),name(${name})) =\n`).join(""),
-      },
+      config: { "manager.conf": quietManager },
+      svc: liveWorld,
+      file: "queues_svc.conf",
+      phones: Object.fromEntries(
+        Object.entries(PHONES).map(([extension, user]) => [
+          extension,
+          { user, answerMode: isCaller(extension) ? "auto" : "manual" },
+        ]),
+      ),
+      registerMs: 30_000,
     });
-    const recorder = startAmiRecorder(pbx.amiPort);
-    const phones: Record<string, Phone> = {};
     let live: Awaited<ReturnType<typeof liveWorld>> | null = null;
     try {
-      // svc writes its files first (its users, dialplan and queues), then Asterisk boots with them
-      const first = await liveWorld(recorder.port, pbx);
-      first.platform.start();
-      await until(
-        () => Deno.readTextFile(`${pbx.configDir}/queues_svc.conf`).then(() => true, () => false),
-        10_000,
-        "svc's files",
-      );
-      await pbx.start();
-      await first.platform.firstSync();
-      for (const [extension, user] of Object.entries(PHONES)) {
-        phones[extension] = await startPhone({
-          pbx,
-          user,
-          password: `${user}-sip`,
-          answerMode: isCaller(extension) ? "auto" : "manual",
-        });
-      }
-      await until(() => pbx.registered(Object.values(PHONES)), 30_000, "the phones register");
-      await first.close();
-
       // the recorded session: svc connects again, as in CI on the replay
       live = await liveWorld(recorder.port, pbx);
       const { ctx, w, platform } = live;
@@ -195,11 +156,8 @@ Deno.test({
         await Deno.mkdir(RECORD_TO, { recursive: true });
         await Deno.writeTextFile(`${RECORD_TO}/${WALLBOARD_TRANSCRIPT}.jsonl`, recorder.text());
       }
-      for (const phone of Object.values(phones)) await phone.ctrl.hangup().catch(() => {});
       await live?.close();
-      for (const phone of Object.values(phones)) await phone.stop();
-      await recorder.close();
-      await pbx.stop();
+      await stop();
     }
   },
 });

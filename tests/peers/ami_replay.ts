@@ -474,8 +474,11 @@ class Session {
   #channelId: string | undefined;
   /** Index of the step being played (or waited for). */
   #at = -1;
-  /** A client action queued for the step of that index. */
-  #queued: { step: number; action: AmiMessage } | undefined;
+  /**
+   * Client actions received for the steps of those indexes, in order: a client may send the next
+   * before the replay played the answer of the last (svc announces a dial and originates it at once).
+   */
+  #queued: { step: number; action: AmiMessage }[] = [];
   #wake: (() => void) | undefined;
   #lastT = 0;
   #lastWall = performance.now();
@@ -637,13 +640,13 @@ class Session {
       );
     }
     const waitingHere = this.state !== "playing" && this.state !== "end";
-    const next = this.#nextClientStep(waitingHere ? this.#at : this.#at + 1);
+    const last = this.#queued.at(-1);
+    const next = this.#nextClientStep(
+      last ? last.step + 1 : waitingHere ? this.#at : this.#at + 1,
+    );
     const step = this.transcript.steps[next];
-    if (
-      step !== undefined && this.#queued === undefined &&
-      step.action.get("Action")?.toLowerCase() === name
-    ) {
-      this.#queued = { step: next, action };
+    if (step !== undefined && step.action.get("Action")?.toLowerCase() === name) {
+      this.#queued.push({ step: next, action });
       this.#wake?.();
       return;
     }
@@ -708,14 +711,13 @@ class Session {
         continue;
       }
       const name = step.action.get("Action") ?? "";
-      while (this.#queued === undefined && !this.#closed) {
+      while (this.#queued.length === 0 && !this.#closed) {
         this.#setState(name);
         await new Promise<void>((resolve) => this.#wake = resolve);
         this.#wake = undefined;
       }
       if (this.#closed) return;
-      const action = this.#queued!.action;
-      this.#queued = undefined;
+      const action = this.#queued.shift()!.action;
       this.#setState("playing");
       await this.#sleep(this.server.slowMs);
       this.#lastT = step.t;

@@ -153,6 +153,27 @@ export function findAsterisk(): string | null {
   return isFile("/opt/asterisk/sbin/asterisk") ? "/opt/asterisk" : null;
 }
 
+/**
+ * An outside route as recorded in transcript 20 (`config["extensions.conf"]`'s addition): numbers
+ * `0XXXXX…` dial a second channel that answers, as a trunk would.
+ */
+export const OUTSIDE_ROUTE = [
+  "[default]",
+  "exten => _0XXXXX.,1,NoOp(outside call to ${EXTEN})",
+  " same => n,Dial(Local/${EXTEN}@acc-outside,60)",
+  "[acc-outside]",
+  "exten => _X.,1,Answer()",
+  " same => n,Wait(3600)",
+].join("\n");
+
+/**
+ * `config["manager.conf"]` for a recorded session: the events svc never reads left out, as in the
+ * recordings of `tests/peers/asterisk_transcripts/`.
+ */
+export const quietManager = (ours: string) =>
+  ours + ["VarSet", "RTCPSent", "RTCPReceived"]
+    .map((name) => `eventfilter(action(exclude),name(${name})) =\n`).join("");
+
 export interface PbxOptions {
   /**
    * Asterisk's install prefix: `<prefix>/sbin/asterisk`, its modules in

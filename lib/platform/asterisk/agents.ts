@@ -58,8 +58,11 @@ interface Membership {
 interface AgentState extends AgentView {
   /** Queue name → the agent as a member there. */
   memberships: Map<string, Membership>;
-  /** The queue call leg it rings for or talks on. */
-  leg: AgentLeg | null;
+  /**
+   * The queue call legs it rings for or talks on: a queue may ring it for several calls at once
+   * (callers at its head, each ringing every free agent, before its phone shows busy).
+   */
+  legs: Set<AgentLeg>;
   /** Cancels the wrap-up timer. */
   wrapup: (() => void) | null;
 }
@@ -285,34 +288,37 @@ export class AgentBook {
 
   // --- from the call tracker -------------------------------------------------------------------
 
-  /** A queue call rings the agent: `AgentRinging` (once per leg). */
+  /** A queue call rings the agent: `AgentRinging`, unless it rings or talks already. */
   ringing(agentId: number, leg: AgentLeg): void {
     const agent = this.#agents.get(agentId);
-    if (!agent?.logged || agent.leg === leg) return;
+    if (!agent?.logged || agent.legs.has(leg)) return;
+    agent.legs.add(leg);
+    if (agent.state === "AgentRinging" || agent.state === "AgentOnCall") return;
     this.#endWrapup(agent, false);
-    agent.leg = leg;
     this.#event(agent, "AgentRinging");
   }
 
   /** The agent answered its queue call: `AgentOnCall`. */
   answered(agentId: number, leg: AgentLeg): void {
     const agent = this.#agents.get(agentId);
-    if (agent?.logged && agent.leg === leg) this.#event(agent, "AgentOnCall");
+    if (agent?.logged && agent.legs.has(leg) && agent.state !== "AgentOnCall") {
+      this.#event(agent, "AgentOnCall");
+    }
   }
 
   /**
-   * Its queue call leg ended: free again when it was not answered (`AgentReady`, or `AgentOnPause`
-   * when paused meanwhile), in wrap-up when it was (the queue's `wrapup_seconds`, 0 at once).
+   * Its queue call leg ended: free again when it was not answered and no other rings
+   * (`AgentReady`, or `AgentOnPause` when paused meanwhile), in wrap-up when it was (the queue's
+   * `wrapup_seconds`, 0 at once) unless it talks on another.
    */
   legEnded(agentId: number, leg: AgentLeg): void {
     const agent = this.#agents.get(agentId);
-    if (!agent || agent.leg !== leg) return;
-    agent.leg = null;
-    if (!agent.logged) return;
+    if (!agent?.legs.delete(leg) || !agent.logged) return;
     if (leg.answeredMs === null) {
-      this.#event(agent, agent.paused ? "AgentOnPause" : "AgentReady");
+      if (agent.legs.size === 0 && agent.state === "AgentRinging") this.#free(agent);
       return;
     }
+    if ([...agent.legs].some((other) => other.answeredMs !== null)) return;
     this.#event(agent, "AgentOnWrapup");
     const queue = leg.queueId === null ? undefined : this.ctx.dir().queues.get(leg.queueId);
     const seconds = queue?.wrapup_seconds ?? 0;
@@ -337,7 +343,7 @@ export class AgentBook {
       agent = {
         ...neverLogged(agentId, agentNumber),
         memberships: new Map(),
-        leg: null,
+        legs: new Set(),
         wrapup: null,
       };
       this.#agents.set(agentId, agent);
@@ -446,7 +452,7 @@ export class AgentBook {
       extension,
       context,
       phoneNb: extension,
-      leg: null,
+      legs: new Set(),
       loggedSinceMs: this.ctx.clock.now(),
     });
     this.#event(agent, paused ? "AgentOnPause" : "AgentReady");
@@ -456,7 +462,7 @@ export class AgentBook {
     if (!agent.logged) return;
     agent.wrapup?.();
     agent.wrapup = null;
-    agent.leg = null;
+    agent.legs.clear();
     agent.memberships.clear();
     this.#event(agent, "AgentLoggedOut");
     Object.assign(agent, {
@@ -483,10 +489,16 @@ export class AgentBook {
     if (!paused && agent.state === "AgentOnWrapup") this.#endWrapup(agent, true);
   }
 
+  /** Ends the wrap-up; `announce`: the agent is free, or rings for a call offered meanwhile. */
   #endWrapup(agent: AgentState, announce: boolean): void {
     agent.wrapup?.();
     agent.wrapup = null;
-    if (announce) this.#event(agent, agent.paused ? "AgentOnPause" : "AgentReady");
+    if (announce && agent.legs.size > 0) this.#event(agent, "AgentRinging");
+    else if (announce) this.#free(agent);
+  }
+
+  #free(agent: AgentState): void {
+    this.#event(agent, agent.paused ? "AgentOnPause" : "AgentReady");
   }
 
   /** `QueuePause` in each of the agent's queues; answers how many (each says `QueueMemberPause`). */

@@ -32,6 +32,12 @@ export interface Leg {
   announced: boolean;
   createdMs: number;
   answeredMs: number | null;
+  /**
+   * An agent's phone answered its queue's ring, the queue not having connected it yet
+   * (`AgentConnect`): a `ringall` queue whose agents answer at once connects one and hangs up the
+   * others, whose legs stay ringing.
+   */
+  pickedUpMs: number | null;
   /** The agent whose phone this is (agent legs), the queue that rang it and the wait it rang for. */
   agentId: number | null;
   queueId: number | null;

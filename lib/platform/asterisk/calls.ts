@@ -318,6 +318,9 @@ export class CallTracker {
         case "AgentCalled":
           this.#agentCalled(event);
           return true;
+        case "AgentConnect":
+          this.#agentConnect(event);
+          return true;
         case "AgentRingNoAnswer":
           this.#agentRingNoAnswer(event);
           return true;
@@ -491,8 +494,11 @@ export class CallTracker {
     }
     const leg = channel.leg ?? this.#phoneLeg(call, channel);
     if (!leg || leg.ended) return;
-    if (state === RINGING && !leg.announced) this.#ringing(call, leg);
-    else if (state === UP && leg.state === "ringing") this.#answered(call, leg);
+    if (state === RINGING && !leg.announced) return this.#ringing(call, leg);
+    if (state !== UP || leg.state !== "ringing") return;
+    // a queue's agent: several may answer, the queue says whom it connects (#agentConnect)
+    if (leg.role === "agent" && leg.queued?.joinedMs != null) leg.pickedUpMs ??= this.ctx.now();
+    else this.#answered(call, leg);
   }
 
   /** The leg of a phone's channel in `call`: an agent's when the call waits for one there. */
@@ -540,6 +546,7 @@ export class CallTracker {
       announced: false,
       createdMs: this.ctx.now(),
       answeredMs: null,
+      pickedUpMs: null,
       agentId: null,
       queueId: null,
       queued: null,
@@ -562,7 +569,7 @@ export class CallTracker {
     if (leg.agentId !== null) this.ctx.agents.ringing(leg.agentId, leg);
     const phone = leg.phone!;
     if (phone.userId !== null) {
-      const number = leg.role === "agent" ? call.wait?.number ?? "" : phone.extension;
+      const number = leg.role === "agent" ? leg.queued?.number ?? "" : phone.extension;
       const known = call.rung.get(phone.userId);
       call.rung.set(phone.userId, {
         username: phone.username,
@@ -670,6 +677,7 @@ export class CallTracker {
     if (!uniqueId) return; // the ringing of an originated channel has only Dest* fields
     const call = this.#callOf(uniqueId);
     if (!call || call.ended || uniqueId !== call.originChannel) return;
+    if (call.wait?.joinedMs != null && call.wait.channel === uniqueId) return; // AgentConnect's
     const status = event.get("DialStatus");
     call.failed = status === "BUSY" || status === "CONGESTION";
     const dest = deviceOf(event.get("DestChannel") ?? "");
@@ -822,10 +830,15 @@ export class CallTracker {
     else wait.leftMs ??= this.ctx.now();
   }
 
-  /** A call leaves its queue: unless answered or already left unanswered, on its timeout. */
+  /**
+   * A call leaves its queue: unless answered or already left unanswered, on its timeout. An agent
+   * whose phone answered is about to be connected (`AgentConnect` follows): that is the answer.
+   */
   #queueLeave(event: AmiMessage): void {
     const call = this.#callOf(event.get("Uniqueid") ?? "");
-    if (call && !call.ended && call.wait?.leftMs == null) this.#leftQueue(call, "timeout");
+    if (!call || call.ended || call.wait?.leftMs != null) return;
+    const connecting = call.legs.some((leg) => !leg.ended && leg.pickedUpMs !== null);
+    if (!connecting) this.#leftQueue(call, "timeout");
   }
 
   /** The phone of a waiting call hung up: it abandons (now, or when the queue says it left). */
@@ -911,6 +924,23 @@ export class CallTracker {
       queued: call.wait,
     });
     this.ctx.agents.ringing(record.id, leg);
+  }
+
+  /**
+   * The queue connects the caller to this agent (one of those whose phone answered): its answer.
+   * The others the queue rang are hung up by Asterisk, their legs still ringing. A member that is
+   * no agent of svc's (added by hand on the PBX) answered for a caller that is established alone.
+   */
+  #agentConnect(event: AmiMessage): void {
+    const call = this.#callOf(event.get("Uniqueid") ?? "");
+    if (!call || call.ended) return;
+    const record = this.ctx.dir().agentNumbered(event.get("MemberName") ?? "");
+    const leg = call.legs.find((leg) =>
+      leg.agentId === record?.id && !leg.ended && leg.state === "ringing"
+    );
+    if (leg) return this.#answered(call, leg);
+    this.#leftQueue(call, "answered");
+    if (call.origin && !call.established) this.#establish(call, null, [call.origin]);
   }
 
   /** The queue gave up ringing an agent whose phone never rang: the agent is free again. */

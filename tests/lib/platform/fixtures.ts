@@ -105,7 +105,11 @@ export async function agentAndQueue(
 }
 
 /** Adds agent `number` to the queue `queueId`. */
-export async function addAgent(t: SimContext, agentNumber: string, queueId: number) {
+export async function addAgent(
+  t: Pick<SimContext, "api" | "ctx">,
+  agentNumber: string,
+  queueId: number,
+) {
   const agent = await created(t.api, "/agents", { number: agentNumber });
   await put(t.api, `/queues/${queueId}/members/agents/${agent.id}`, { penalty: 0 });
   return await agentRecord(t, agent.id);
