@@ -323,6 +323,7 @@ export async function dayBench(
       value: idleRss / 1024,
       unit: "MB",
       baseline: { name: "before the traffic", value: startRss / 1024 },
+      ratioAs: "+",
       target: { text: "≤ before + 20 MB", met: idleRss - startRss <= 20 * 1024 },
       detail: `${(endRss / 1024).toFixed(0)} MiB when the calls ended`,
     },

@@ -3,15 +3,17 @@
  * measured in the same run:
  *
  * - t_hash: one PBKDF2-SHA256 derivation at the default cost on one core (Web Crypto, in this
- *   process), the unit of the floors below;
+ *   process), the unit of the floors below; next to the time each core gives a hash when every
+ *   core hashes at once (bare hashing in this process);
  * - `POST /1.1/users/import` of 5,000 rows without passwords (user, SIP line, extension), on a fresh
  *   server each time, next to writing as many records and index keys of the same sizes straight to
- *   Deno KV (`:memory:`) from this process;
+ *   Deno KV (`:memory:`) from this process (target, issue 28: ≤ 2 × that);
  * - the same import of 200 rows with passwords, at once and as a job (`Prefer: respond-async`,
- *   until `GET /1.1/jobs/{id}` says it ended), next to the floor rows × t_hash / cores, with the
- *   `GET /health` delays meanwhile;
- * - 500 `POST /auth/login`, 50 at once, next to the floor cores / t_hash per second, with the
- *   `GET /health` delays meanwhile. The `/health` baseline is the same prober on the idle server.
+ *   until `GET /1.1/jobs/{id}` says it ended), next to the floor rows × t_hash / cores (target
+ *   ≤ 1.1 × the floor), with the `GET /health` delays meanwhile;
+ * - 500 `POST /auth/login`, 50 at once, next to the floor cores / t_hash per second (target
+ *   ≥ 0.9 × the floor), with the `GET /health` delays meanwhile. The `/health` baseline is the
+ *   same prober on the idle server.
  *
  * The floors assume every core free. On a machine shared with other work, the rate of bare hashing
  * (`cores` derivations at a time in this process) measured just before each of those rows tells
@@ -20,7 +22,7 @@
  * Run alone with `deno run -A bench/hashing.ts [--json]`; `deno task bench` runs it too.
  */
 import { BenchError, callSvc, pause, startSvcProcess } from "./processes.ts";
-import { median, printRows, type Row } from "./rows.ts";
+import { median, printRows, type Row, withRatio } from "./rows.ts";
 
 const cores = navigator.hardwareConcurrency;
 const ITERATIONS = 600_000;
@@ -231,14 +233,19 @@ export async function hashingBench(): Promise<Row[]> {
   const load = Deno.loadavg()[0]!.toFixed(2);
   await oneHash(); // warm-up
   const tHash = median(await sequence(7, oneHash));
+  // what one core gives each hash when every core hashes: the floors below assume t_hash
+  const allCoresMs = cores / await bareHashRate(8 * cores) * 1000;
   rows.push({
     name: `one password hash (PBKDF2-SHA256, ${
       ITERATIONS.toLocaleString("en-US")
     } iterations) on one core: t_hash`,
     value: tHash,
     unit: "ms",
-    detail: `median of 7; load average ${load} at the start`,
-    baseline: { name: "cores", value: cores, unit: "" },
+    detail: `median of 7, ${cores} cores; load average ${load} at the start`,
+    baseline: {
+      name: `bare hashing, ${cores} at once: ms per hash on each core (cores / its rate)`,
+      value: allCoresMs,
+    },
   });
 
   const imports = await sequence(3, importWithoutPasswords);
@@ -254,7 +261,7 @@ export async function hashingBench(): Promise<Row[]> {
       value: median(bare) / 1000,
       unit: "s",
     },
-    target: { text: "< 1.5 s", met: median(imports) < 1500 },
+    target: { text: "≤ 2 × the bare Deno KV writes", met: median(imports) <= 2 * median(bare) },
   });
 
   const server = await startServer();
@@ -283,8 +290,7 @@ export async function hashingBench(): Promise<Row[]> {
       name: "POST /1.1/users/import, 200 rows with passwords",
       value: syncMs / 1000,
       unit: "s",
-      detail: `${(syncMs / 200).toFixed(1)} ms per row, ${(syncMs / floor).toFixed(2)} × the ` +
-        `floor; ${againstBare(200 / syncMs * 1000, bare)}`,
+      detail: `${(syncMs / 200).toFixed(1)} ms per row; ${againstBare(200 / syncMs * 1000, bare)}`,
       baseline: { name: "floor rows × t_hash / cores", value: floor / 1000, unit: "s" },
       target: { text: "≤ 1.1 × the floor", met: syncMs <= 1.1 * floor },
     });
@@ -318,7 +324,7 @@ export async function hashingBench(): Promise<Row[]> {
       name: "the same as a job (Prefer: respond-async, 202, then GET /1.1/jobs/{id} every 100 ms)",
       value: jobMs / 1000,
       unit: "s",
-      detail: `${(jobMs / floor).toFixed(2)} × the floor; ${againstBare(200 / jobMs * 1000, bare)}`,
+      detail: againstBare(200 / jobMs * 1000, bare),
       baseline: { name: "floor rows × t_hash / cores", value: floor / 1000, unit: "s" },
       target: { text: "≤ 1.1 × the floor", met: jobMs <= 1.1 * floor },
     });
@@ -331,9 +337,7 @@ export async function hashingBench(): Promise<Row[]> {
       name: "500 POST /svc/api/2.0/auth/login, 50 at once",
       value: storm.perSecond,
       unit: "/s",
-      detail: `${
-        (storm.perSecond / floorRate).toFixed(2)
-      } × cores / t_hash, ${storm.failures} failures; ${againstBare(storm.perSecond, bare)}`,
+      detail: `${storm.failures} failures; ${againstBare(storm.perSecond, bare)}`,
       baseline: { name: "cores / t_hash", value: floorRate, unit: "/s" },
       target: {
         text: "≥ 0.9 × cores / t_hash, no failure",
@@ -389,6 +393,6 @@ if (import.meta.main) {
   printRows(rows);
   if (Deno.args.includes("--json")) {
     const date = new Date().toISOString();
-    console.log(JSON.stringify({ date, cores, results: rows }));
+    console.log(JSON.stringify({ date, cores, results: rows.map(withRatio) }));
   }
 }

@@ -63,6 +63,7 @@ export async function memoryBench(): Promise<Row[]> {
       name: `bare Deno.serve hello after the same (from ${bare.startMb.toFixed(1)} MB)`,
       value: bare.afterMb,
     },
+    ratioAs: "+",
     target: { text: "within 20 MB of the start", met: grown <= 20 },
     detail: `from ${svc.startMb.toFixed(1)} MB after the warm-up: ${grown >= 0 ? "+" : ""}${
       grown.toFixed(1)

@@ -7,7 +7,8 @@
  * user's came in order (its DND alternates).
  *
  * Baseline: the same client loops asking `GET /health` as many times, in the same run: what the
- * client gets from the server when the server does (almost) nothing.
+ * client gets from the server when the server does (almost) nothing. Target (issue 28): ≥ 2,500
+ * changes a second.
  */
 import { BenchError, bounded, callSvc, freePort, startSvcProcess } from "./processes.ts";
 import { startProfile } from "./profile.ts";
@@ -123,9 +124,9 @@ export async function writesBench(kv: string): Promise<Row[]> {
     value: changesPerSecond,
     unit: "/s",
     baseline: { name: "GET /health from the same client", value: healthPerSecond },
-    target: { text: "≥ 2,000/s", met: changesPerSecond >= 2000 },
-    detail: `${(changesPerSecond / healthPerSecond * 100).toFixed(0)} % of /health; the last ` +
-      `answer came after ${((answered - started) / 1000).toFixed(2)} s, the last event ` +
-      `${((done - started) / 1000).toFixed(2)} s`,
+    ratioAs: "%",
+    target: { text: "≥ 2,500/s", met: changesPerSecond >= 2500 },
+    detail: `the last answer came after ${((answered - started) / 1000).toFixed(2)} s, the ` +
+      `last event ${((done - started) / 1000).toFixed(2)} s`,
   }];
 }
