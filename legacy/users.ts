@@ -22,7 +22,7 @@ import * as z from "zod";
 import { authenticate } from "../lib/auth/authenticate.ts";
 import { changeDnd, changeForward, SERVICE_BODY, SUCCESS } from "../lib/control.ts";
 import { ApiError } from "../lib/errors.ts";
-import { DAYS, entriesOfDays, lastEntries, queryInteger, SIZE } from "../lib/history.ts";
+import { DAYS, entriesOfDays, lastEntriesJson, queryInteger, SIZE } from "../lib/history.ts";
 import { type AppEnv, bodyObject, readBody, readJson, required } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { findUserByUsername, type ForwardKind } from "../lib/store/users.ts";
@@ -70,11 +70,9 @@ export function userRoutes(services: Services): Hono<AppEnv> {
       const days = c.req.query("days") === undefined ? null : queryInteger(c, DAYS);
       const size = queryInteger(c, SIZE);
       const user = await connectedUser(services, pathUsername(c));
-      return c.json(
-        days === null
-          ? await lastEntries(services, user, size)
-          : await entriesOfDays(services, user, days),
-      );
+      if (days !== null) return c.json(await entriesOfDays(services, user, days));
+      const entries = await lastEntriesJson(services, user, size);
+      return c.body(entries, 200, { "Content-Type": "application/json" });
     });
   for (const [method, kind] of Object.entries(FORWARD_METHODS)) {
     app.on("POST", both(`/${method}/:domain/:username`), async (c) => {

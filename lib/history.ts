@@ -90,13 +90,24 @@ export function queryInteger(
   return value;
 }
 
-/** The user's last `size` calls, newest first. */
-export async function lastEntries(
+/** The JSON text of each list of records `lastCalls` answered, kept while it answers that list. */
+const entriesTexts = new WeakMap<readonly CallRecord[], string>();
+
+/**
+ * The JSON text of the user's last `size` calls as entries, newest first: serialised once per
+ * list `lastCalls` keeps, so a client polling its history costs no formatting.
+ */
+export async function lastEntriesJson(
   { store }: Services,
   user: UserRecord,
   size: number,
-): Promise<HistoryEntry[]> {
-  return (await lastCalls(store, user.id, size)).map(historyEntry);
+): Promise<string> {
+  const records = await lastCalls(store, user.id, size);
+  let text = entriesTexts.get(records);
+  if (text === undefined) {
+    entriesTexts.set(records, text = JSON.stringify(records.map(historyEntry)));
+  }
+  return text;
 }
 
 /** The user's calls that started in the last `days` × 24 hours, newest first. */

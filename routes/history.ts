@@ -21,7 +21,7 @@ import {
   entriesOfDays,
   HISTORY_ENTRY,
   type HistoryEntry,
-  lastEntries,
+  lastEntriesJson,
   queryInteger,
   SIZE,
 } from "../lib/history.ts";
@@ -29,6 +29,7 @@ import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 
 const answer = (entries: HistoryEntry[]) => ({ res: "success", data: { entries } });
+const JSON_TYPE = { "Content-Type": "application/json" };
 
 const answerBody = z.object({
   res: z.literal("success"),
@@ -64,7 +65,8 @@ export function historyRoutes(services: Services): Hono<AppEnv> {
       }, async (c) => {
         const size = queryInteger(c, SIZE);
         const user = await pathUser(store, c.req.param("username") ?? "");
-        return c.json(answer(await lastEntries(services, user, size)));
+        const entries = await lastEntriesJson(services, user, size);
+        return c.body(`{"res":"success","data":{"entries":${entries}}}`, 200, JSON_TYPE);
       }),
     );
 }

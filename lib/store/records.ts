@@ -253,10 +253,8 @@ export class Collection<T extends { id: IndexValue }> {
         ...chunk.map((id) => this.key(id)),
         hiddenWritesKey,
       ]);
-      const writes = hiddenWrites(entries.at(-1)!);
-      return chunk.map((id, i) =>
-        [id, visibleValue(entries[i]!.value, writes) as T | null] as const
-      );
+      const hidden = entries.at(-1)!;
+      return chunk.map((id, i) => [id, readRecord<T>(store, entries[i]!, hidden)] as const);
     }));
     return new Map(read.flat());
   }
@@ -278,8 +276,8 @@ export class Collection<T extends { id: IndexValue }> {
     const indexKey = this.indexKey(field, value);
     const known = this.#owners.get(keyText(indexKey));
     if (known) {
-      const [entry, hidden] = await store.getMany<unknown>([known, hiddenWritesKey]);
-      const record = readRecord<T>(store, entry!, hidden!);
+      // the record last found there, read with the others asked meanwhile (see `get`)
+      const record = await this.get(store, known[1] as IndexValue);
       if (record && this.holds(record, indexKey)) return record;
       this.#owners.delete(keyText(indexKey));
     }

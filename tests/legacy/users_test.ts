@@ -343,3 +343,21 @@ Deno.test("every route with and without the trailing slash, with any domain", as
     }
   }
 });
+
+Deno.test("auto-connect in a loop: the connection is written again only once 60 s of it went", async () => {
+  const { ctx, alice } = await fixture();
+  const key = ["connections", alice.id];
+  const written = async () => (await ctx.services.store.get(key)).versionstamp;
+  const call = async () => expectOk(await v1(ctx, "GET", "/historyByUsername/d/alice?size=1"));
+  await call();
+  const first = await written();
+  assert.ok(first, "connected");
+  await ctx.clock.advance(59_000);
+  await call();
+  assert.equal(await written(), first, "not written again within 60 s");
+  await ctx.clock.advance(2_000);
+  await call();
+  assert.notEqual(await written(), first, "written again after 60 s");
+  await ctx.clock.advance(7200 * 1000 - 1);
+  assert.equal(await connected(ctx, alice), true, "connected for the TTL from the last write");
+});

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { type CallRecord, recordCalls } from "../../lib/store/call_history.ts";
+import { type CallRecord, pruneCallsBefore, recordCalls } from "../../lib/store/call_history.ts";
+import { Store } from "../../lib/store/store.ts";
 import type { UserRecord } from "../../lib/store/users.ts";
 import {
   bearer,
@@ -265,4 +266,38 @@ Deno.test("history: every route needs its ACL, CTI users never", async (t) => {
       "AuthorizationHeaderNotFound",
     );
   });
+});
+
+Deno.test("GET /history/{username}: what another process writes or prunes shows in the next answer", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "svc-history-" });
+  const ctx = await setup({ SVC_KV: `${dir}/svc.kv` });
+  const other = await Store.open(`${dir}/svc.kv`); // a second svc process on the same store
+  try {
+    const alice = await ctiUser(ctx, "alice");
+    const ws = await webServiceUser(ctx, ["svc.rest.history.#"]);
+    const token = await login(ctx, "webservice", ws.login);
+    const numbers = async (size: number) => {
+      const response = await ctx.app.request(`${V2}/history/alice?size=${size}`, {
+        headers: bearer(token),
+      });
+      assert.equal(response.status, 200);
+      const { data } = await response.json();
+      return data.entries.map((entry: { dstNum: string }) => entry.dstNum);
+    };
+    await recordCalls(ctx.services.store, [call(ctx, alice, 3 * HOUR, { dstNum: "old" })]);
+    assert.deepEqual(await numbers(2), ["old"]);
+    assert.deepEqual(await numbers(2), ["old"]); // kept: the same answer
+    await recordCalls(other, [call(ctx, alice, 2 * HOUR, { dstNum: "by the other" })]);
+    assert.deepEqual(await numbers(2), ["by the other", "old"]);
+    await recordCalls(ctx.services.store, [call(ctx, alice, HOUR, { dstNum: "new" })]);
+    assert.deepEqual(await numbers(2), ["new", "by the other"]);
+    assert.deepEqual(await numbers(5), ["new", "by the other", "old"]); // more than was read
+    assert.deepEqual(await numbers(1), ["new"]);
+    await pruneCallsBefore(other, ctx.clock.now() - 90 * 60 * SECOND);
+    assert.deepEqual(await numbers(5), ["new"]);
+  } finally {
+    other.close();
+    ctx.services.store.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -227,7 +227,7 @@ export const agentSummary = (events: PlatformEvent[]) =>
   ]);
 
 /** The user's history records, newest first. */
-export const history = (t: SimContext, user: UserRecord): Promise<CallRecord[]> =>
+export const history = (t: SimContext, user: UserRecord): Promise<readonly CallRecord[]> =>
   lastCalls(t.ctx.services.store, user.id, 100);
 
 /**

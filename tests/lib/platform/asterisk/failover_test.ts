@@ -168,7 +168,7 @@ async function written(store: Store, w: World) {
     else continue;
     perUser.set(username, [...perUser.get(username) ?? [], line]);
   }
-  const history = new Map<string, CallRecord[]>();
+  const history = new Map<string, readonly CallRecord[]>();
   for (const user of [w.alice, w.bob, w.carol]) {
     history.set(user.username!, await lastCalls(store, user.id, 1000));
   }
