@@ -6,12 +6,8 @@
  * 204; the platform holds the agents' state.
  */
 import { type Context, Hono } from "hono";
-import {
-  AGENT_STATUS,
-  agentStatus,
-  agentStatuses,
-  changeMembership,
-} from "../../lib/agent_control.ts";
+import { AGENT_STATUS, agentStatus, changeMembership } from "../../lib/agent_control.ts";
+import { agentListJson } from "../../lib/agent_list.ts";
 import { operation } from "../../lib/openapi/operation.ts";
 import * as z from "zod";
 import type { AppEnv } from "../../lib/http.ts";
@@ -39,7 +35,7 @@ export function agentRoutes(services: Services): Hono<AppEnv> {
     agentdAcl(tokens, "agentd.agents.read"),
     operation(
       { summary: "The status of every agent", responses: { 200: z.array(AGENT_STATUS) } },
-      async (c) => c.json(await agentStatuses(services, await listAgents(services.store))),
+      async (c) => c.body(await agentListJson(services), 200, JSON_TYPE),
     ),
   );
   app.get("/status", agentdAcl(tokens, "agentd.status.read"), serviceStatus(services));
@@ -82,6 +78,9 @@ export function agentRoutes(services: Services): Hono<AppEnv> {
   app.route("/by-id", membershipRoutes(services));
   return app;
 }
+
+/** What `c.json` sets: `GET /agents` answers its kept text with it. */
+const JSON_TYPE = { "Content-Type": "application/json" };
 
 /**
  * `GET /agents/status` (and `GET /status`): the daemon's components, each `{"status": "ok"}` or

@@ -38,3 +38,30 @@ export const getExtension = (store: Store, id: number) => extensions.get(store, 
  */
 export const findExtension = (store: Store, exten: string, context: string) =>
   extensions.findBy(store, "exten", [context, exten]);
+
+/** The extensions of each list by context and exten (a collection's cached list is one array). */
+const placeIndexes = new WeakMap<readonly ExtensionRecord[], Map<string, ExtensionRecord>>();
+
+/**
+ * The extension `exten` of `context` among `list` (what {@link findExtension} answers when `list`
+ * is every extension), or null: indexed once per list, so that many look-ups cost no read.
+ *
+ * @example
+ * const at = extensionsAt(await extensions.all(store));
+ * const lineId = at("1001", "default")?.line_id ?? null;
+ */
+export function extensionsAt(
+  list: readonly ExtensionRecord[],
+): (exten: string, context: string) => ExtensionRecord | null {
+  let index = placeIndexes.get(list);
+  if (!index) {
+    index = new Map(
+      list.map((extension) => [place(extension.exten, extension.context), extension]),
+    );
+    placeIndexes.set(list, index);
+  }
+  const places = index;
+  return (exten, context) => places.get(place(exten, context)) ?? null;
+}
+
+const place = (exten: string, context: string) => `${context}\u0000${exten}`;

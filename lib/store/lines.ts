@@ -187,7 +187,11 @@ export async function mainSipEndpoint(
  */
 export async function lineInterface(store: Store, line: LineRecord): Promise<string | null> {
   const endpoint = await lineEndpoint(store, line);
-  if (!endpoint) return null;
+  return endpoint ? endpointInterface(line, endpoint) : null;
+}
+
+/** {@link lineInterface} of `line` given its endpoint record, without a read. */
+export function endpointInterface(line: LineRecord, endpoint: EndpointRecord): string {
   if ("interface" in endpoint) return endpoint.interface;
   if ("username" in endpoint) return `SIP/${endpoint.username}`;
   return `SCCP/${line.name}`;

@@ -80,15 +80,49 @@ export const findQueueByNumber = (store: Store, number: string, context: string)
 /** Every queue, in id order. */
 export const listQueues = (store: Store) => queues.all(store);
 
+/** An agent's membership of a queue: the queue's id and name, the agent's penalty in it. */
+export interface Membership {
+  id: number;
+  name: string;
+  penalty: number;
+}
+
+/** Each agent's memberships, per list of queues (a collection's cached list is one array). */
+const membershipIndexes = new WeakMap<readonly QueueRecord[], Map<number, Membership[]>>();
+
+/**
+ * The memberships of every agent among `queueList`, by agent id, each agent's in list order:
+ * built once per list, so that a list of every agent costs one pass over the queues, not one per
+ * agent. Read-only; an agent in no queue is absent.
+ *
+ * @example
+ * const queuesOf = membershipsByAgent(await listQueues(store));
+ * const first = queuesOf.get(agent.id)?.[0];
+ */
+export function membershipsByAgent(
+  queueList: readonly QueueRecord[],
+): ReadonlyMap<number, readonly Readonly<Membership>[]> {
+  let index = membershipIndexes.get(queueList);
+  if (!index) {
+    index = new Map();
+    for (const queue of queueList) {
+      for (const member of queue.members) {
+        const membership = { id: queue.id, name: queue.name, penalty: member.penalty };
+        const known = index.get(member.agent_id);
+        if (known) known.push(membership);
+        else index.set(member.agent_id, [membership]);
+      }
+    }
+    membershipIndexes.set(queueList, index);
+  }
+  return index;
+}
+
 /** The memberships of `agentId` among `queueList`: queue id, name and penalty, in list order. */
-export function membershipsOf(
-  queueList: QueueRecord[],
-  agentId: number,
-): { id: number; name: string; penalty: number }[] {
-  return queueList.flatMap((queue) =>
-    queue.members.filter((member) => member.agent_id === agentId)
-      .map((member) => ({ id: queue.id, name: queue.name, penalty: member.penalty }))
-  );
+export function membershipsOf(queueList: readonly QueueRecord[], agentId: number): Membership[] {
+  return (membershipsByAgent(queueList).get(agentId) ?? []).map((membership) => ({
+    ...membership,
+  }));
 }
 
 /** The queues `agentId` is a member of, with its penalty in each, in queue id order. */

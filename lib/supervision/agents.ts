@@ -14,8 +14,8 @@ import type { CoreServices } from "../core_services.ts";
 import type { LiveCall } from "../platform/call_control.ts";
 import type { AgentPresence, AgentStateName } from "../platform/port.ts";
 import { type AgentRecord, listAgents } from "../store/agents.ts";
-import { type ExtensionRecord, extensions } from "../store/extensions.ts";
-import { listQueues, type QueueRecord } from "../store/queues.ts";
+import { extensions, extensionsAt } from "../store/extensions.ts";
+import { listQueues, membershipsByAgent } from "../store/queues.ts";
 import { sharedRead } from "../store/shared_read.ts";
 import {
   AGENT_STATS,
@@ -106,9 +106,6 @@ export async function agentsLive(
   return live;
 }
 
-/** The line holding each extension, by context and exten, per list of extensions read. */
-const lineIndexes = new WeakMap<ExtensionRecord[], Map<string, number | null>>();
-
 /**
  * The line holding the extension `exten` of `context` (null for none, or no such extension), as
  * `findExtension` answers it, from the extensions' list (one read of its version key).
@@ -116,44 +113,8 @@ const lineIndexes = new WeakMap<ExtensionRecord[], Map<string, number | null>>()
 async function extensionLines(
   store: CoreServices["store"],
 ): Promise<(exten: string, context: string) => number | null> {
-  const list = await extensions.all(store);
-  let index = lineIndexes.get(list);
-  if (!index) {
-    index = new Map(list.map((extension) => [
-      `${extension.context}\u0000${extension.exten}`,
-      extension.line_id,
-    ]));
-    lineIndexes.set(list, index);
-  }
-  const lines = index;
-  return (exten, context) => lines.get(`${context}\u0000${exten}`) ?? null;
-}
-
-/** An agent's queues as `GET /supervision/agents` shows them. */
-type Membership = { id: number; name: string; penalty: number };
-
-/** Each agent's memberships, per list of queues read. */
-const membershipIndexes = new WeakMap<QueueRecord[], Map<number, Membership[]>>();
-
-/**
- * The memberships of every agent among `queueList`, by agent id, each in list order (what
- * `membershipsOf` answers for one agent): built once per list read. Read-only.
- */
-function membershipsByAgent(queueList: QueueRecord[]): ReadonlyMap<number, readonly Membership[]> {
-  let index = membershipIndexes.get(queueList);
-  if (!index) {
-    index = new Map();
-    for (const queue of queueList) {
-      for (const member of queue.members) {
-        const membership = { id: queue.id, name: queue.name, penalty: member.penalty };
-        const known = index.get(member.agent_id);
-        if (known) known.push(membership);
-        else index.set(member.agent_id, [membership]);
-      }
-    }
-    membershipIndexes.set(queueList, index);
-  }
-  return index;
+  const extensionAt = extensionsAt(await extensions.all(store));
+  return (exten, context) => extensionAt(exten, context)?.line_id ?? null;
 }
 
 function liveOf(

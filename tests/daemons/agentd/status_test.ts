@@ -101,6 +101,8 @@ Deno.test("state_interface: SIP/<username>, SCCP/<line name>, the custom interfa
   const loggedOn = async (exten: string) => {
     await api.command(`/by-id/${agent.id}/login`, { extension: exten, context: "default" });
     const status = await api.status<AgentStatus>(`/by-id/${agent.id}`);
+    // the list (read from the whole collections) says the same
+    assert.deepEqual(await api.status<AgentStatus[]>(""), [status]);
     await api.command(`/by-id/${agent.id}/logoff`);
     assert.equal(status.extension, exten);
     return status.state_interface;
