@@ -7,9 +7,13 @@
  * spreadsheets"): a cell a spreadsheet would read as a formula gets a leading `'`. The imports of
  * files svc exports (contacts, users) give each cell to {@link unneutraliseCell}, which removes
  * exactly that `'`, so export → import → export gives the same bytes.
+ *
+ * The parser (papaparse) loads at the first import of a file: the exports write their few quoting
+ * rules themselves ({@link toCsv}), so a server that never imports CSV never compiles it (the
+ * bundle keeps it as text until then, `tools/finish_bundle.ts`).
  */
 // @ts-types="@types/papaparse"
-import Papa from "papaparse";
+import type Papa from "papaparse";
 
 export interface CsvRow {
   /** Physical line number where the row starts; the header is line 1. */
@@ -22,13 +26,17 @@ export interface CsvTable {
   rows: CsvRow[];
 }
 
+/** papaparse, loaded by the first {@link parseCsv}. */
+let papaparse: Promise<typeof Papa> | undefined;
+
 /**
  * Parses `text`; blank lines are skipped.
  *
  * @example
- * const { header, rows } = parseCsv("firstname,lastname\nAlice,Martin\n");
+ * const { header, rows } = await parseCsv("firstname,lastname\nAlice,Martin\n");
  */
-export function parseCsv(text: string): CsvTable {
+export async function parseCsv(text: string): Promise<CsvTable> {
+  const Papa = await (papaparse ??= import("papaparse").then((module) => module.default));
   // one line end for the whole file, so that files mixing \n and \r\n parse as a person reads them
   const body = (text.startsWith("\uFEFF") ? text.slice(1) : text).replaceAll("\r\n", "\n");
   const records: CsvRow[] = [];
@@ -54,15 +62,31 @@ function countNewlines(text: string, from: number, to: number): number {
 }
 
 /**
- * Writes rows under `header`, quoting only where RFC 4180 needs it, with CRLF line ends.
+ * A cell as papaparse's `unparse` writes it: in quotes (its own doubled) when it holds a comma, a
+ * quote, a line end or a BOM, or starts or ends with a space; else as it is.
+ */
+function csvCell(cell = ""): string {
+  return /[,"\r\n\uFEFF]|^ | $/.test(cell) ? `"${cell.replaceAll('"', '""')}"` : cell;
+}
+
+/**
+ * Writes rows under `header`, quoting only where RFC 4180 needs it, with CRLF line ends: the bytes
+ * papaparse's `unparse` writes (a test compares them), each row cut or filled to the header's
+ * length.
  *
  * @example
  * toCsv(["firstname"], [["Alice"]]); // "firstname\r\nAlice\r\n"
  */
 export function toCsv(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  if (!rows.length) return `${Papa.unparse([header as string[]], { newline: "\r\n" })}\r\n`;
-  const data = rows.map((row) => row.map(neutraliseCell));
-  return `${Papa.unparse({ fields: header as string[], data }, { newline: "\r\n" })}\r\n`;
+  const lines = header.length || !rows.length
+    ? [header.map((name) => csvCell(name)).join(",")]
+    : [];
+  for (const row of rows) {
+    const cells = row.map(neutraliseCell);
+    if (!header.length) lines.push(cells.map((cell) => csvCell(cell)).join(","));
+    else lines.push(row.length ? header.map((_, i) => csvCell(cells[i])).join(",") : "");
+  }
+  return lines.map((line) => `${line}\r\n`).join("");
 }
 
 /**

@@ -4,13 +4,6 @@
  * into its own answer form.
  */
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import * as z from "zod";
-
-/** The body of every 2.0 and 1.0 error, e.g. `{"error": "UserNotFound", "message": "…"}`. */
-export const API_ERROR_BODY = z.object({
-  error: z.string().meta({ description: "The error code, e.g. `UserNotFound`" }),
-  message: z.string().meta({ description: "What went wrong, for people" }),
-});
 
 /** An error of the 2.0 and 1.0 APIs: answered as `{error: code, message}` with `status`. */
 export class ApiError extends Error {

@@ -54,6 +54,22 @@ export function mallocTrim(): Trim | undefined {
 let trimmer: Trim | undefined | null = null;
 
 /**
+ * Runs `check` every `ms` until `stopped()`, on Deno's own timers (`AbortSignal.timeout`), which
+ * never keep the process alive. Not `setInterval`: in Deno 2.9 the first `setTimeout` or
+ * `setInterval` of a process loads `node:timers` and a part of Deno's Node layer with it, some 3 MB
+ * and 5 ms at start that a server which sets no other timer need not pay (bench/README.md).
+ */
+function every(ms: number, stopped: () => boolean, check: () => void): void {
+  const arm = () => AbortSignal.timeout(ms).addEventListener("abort", tick, { once: true });
+  const tick = () => {
+    if (stopped()) return;
+    check();
+    arm();
+  };
+  arm();
+}
+
+/**
  * Wraps a `Deno.serve` handler so that the process collects its garbage once idle after serving,
  * then gives the native memory it freed back (see the module comment); `gc` is V8's, present with
  * `--expose-gc`, `trim` {@link mallocTrim}'s (null: none). `stop` ends the idle checks.
@@ -74,9 +90,10 @@ export function collectWhenIdle(
   /** A collection ran and no request came since: trim at the next check. */
   let collected = false;
   let lastRequest = performance.now();
+  let stopped = false;
   // checked four times per idle period: collected between 1 and 1.25 idle periods after the last
   // request, so the memory a start or a burst took is given back within a second or so
-  const timer = setInterval(() => {
+  every(idleMs / 4, () => stopped, () => {
     if (collected) {
       collected = false;
       // a tick after the collection: V8 frees the buffers it found dead (ArrayBuffers' bytes)
@@ -90,8 +107,7 @@ export function collectWhenIdle(
     // `gc()` frees the objects but keeps the room the burst made)
     gc?.({ type: "major", execution: "sync", flavor: "last-resort" });
     collected = true;
-  }, idleMs / 4);
-  Deno.unrefTimer(timer); // never what keeps the process alive
+  });
   return {
     // both parameters named: Deno.serve gives no request to a handler declaring none
     handler: (request, info) => {
@@ -99,6 +115,6 @@ export function collectWhenIdle(
       lastRequest = performance.now();
       return handler(request, info);
     },
-    stop: () => clearInterval(timer),
+    stop: () => void (stopped = true),
   };
 }

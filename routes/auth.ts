@@ -2,7 +2,10 @@
  * Authentication endpoints: `POST /auth/login` (CTI users), `POST /auth/webservice` (web service
  * users), `GET /auth/check` (renews a token), and single sign-on for CTI users: `GET /auth/sso`
  * (Kerberos SPNEGO), `GET /auth/cas` (a CAS service ticket) and `GET /auth/oidc` (an OpenID Connect
- * access token), each answering its "not configured" error while its setting is unset.
+ * access token), each answering its "not configured" error while its setting is unset. The single
+ * sign-on implementations (`lib/auth/sso/`) load at their route's first request: most servers never
+ * use them, and a start need not compile them (the bundle keeps them as text until then,
+ * `tools/finish_bundle.ts`).
  */
 import { operation, type OperationMeta } from "../lib/openapi/operation.ts";
 import { Hono, type MiddlewareHandler } from "hono";
@@ -10,9 +13,8 @@ import * as z from "zod";
 import { ctiUserAcls } from "../lib/auth/acl.ts";
 import { authenticate, MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
 import { readToken } from "../lib/auth/guard.ts";
-import { validateCasTicket } from "../lib/auth/sso/cas.ts";
-import { KerberosAcceptor } from "../lib/auth/sso/kerberos.ts";
-import { OidcVerifier } from "../lib/auth/sso/oidc.ts";
+import type { KerberosAcceptor } from "../lib/auth/sso/kerberos.ts";
+import type { OidcVerifier } from "../lib/auth/sso/oidc.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, readJson } from "../lib/http.ts";
@@ -47,15 +49,22 @@ const ssoDoc = (summary: string, errors: Record<number, string>, query?: z.ZodOb
 
 export function authRoutes(services: Services) {
   const { store, tokens, clock, config, metrics } = services;
-  const oidc = config.oidcIssuer
-    ? new OidcVerifier({
-      issuer: config.oidcIssuer,
-      audience: config.oidcAudience,
-      loginClaim: config.oidcLoginClaim,
-      clock,
-    })
-    : null;
-  const kerberos = config.krb5Keytab ? new KerberosAcceptor(config.krb5Keytab) : null;
+  // each built at the first request of its route, when its setting is set
+  let oidc: Promise<OidcVerifier> | undefined;
+  const oidcVerifier = (issuer: string) =>
+    oidc ??= import("../lib/auth/sso/oidc.ts").then(({ OidcVerifier }) =>
+      new OidcVerifier({
+        issuer,
+        audience: config.oidcAudience,
+        loginClaim: config.oidcLoginClaim,
+        clock,
+      })
+    );
+  let kerberos: Promise<KerberosAcceptor> | undefined;
+  const kerberosAcceptor = (keytab: string) =>
+    kerberos ??= import("../lib/auth/sso/kerberos.ts").then(({ KerberosAcceptor }) =>
+      new KerberosAcceptor(keytab)
+    );
 
   /**
    * Single sign-on is for CTI users only (spec): the login must be a user's `username`, else 401
@@ -175,7 +184,7 @@ export function authRoutes(services: Services) {
         }),
         headers: { Authorization: "`Negotiate <SPNEGO token>`" },
       }, async (c) => {
-        if (!kerberos) {
+        if (!config.krb5Keytab) {
           throw new ApiError(
             401,
             "SsoAuthenticationFailed",
@@ -188,7 +197,8 @@ export function authRoutes(services: Services) {
             "WWW-Authenticate": "Negotiate",
           });
         }
-        const { principal, responseToken } = await kerberos.accept(offered);
+        const acceptor = await kerberosAcceptor(config.krb5Keytab);
+        const { principal, responseToken } = await acceptor.accept(offered);
         const result = await ssoTokenResult(principal.split("@")[0] ?? "");
         if (responseToken) c.header("WWW-Authenticate", `Negotiate ${responseToken}`);
         return c.json(result);
@@ -210,6 +220,7 @@ export function authRoutes(services: Services) {
           if (!service || !ticket) {
             throw new ApiError(403, "CasServerInvalidParameter", "service and ticket are required");
           }
+          const { validateCasTicket } = await import("../lib/auth/sso/cas.ts");
           return c.json(
             await ssoTokenResult(await validateCasTicket(config.casUrl, service, ticket)),
           );
@@ -225,13 +236,14 @@ export function authRoutes(services: Services) {
         }, z.object({ token: z.string().optional() })),
         headers: { Authorization: "`Bearer <access token>`, when not in `token`" },
       }, async (c) => {
-        if (!oidc) {
+        if (!config.oidcIssuer) {
           throw new ApiError(403, "OidcNotEnabled", "OpenID Connect authentication is not enabled");
         }
         const accessToken = c.req.query("token") ||
           c.req.header("authorization")?.match(/^Bearer +(\S+)\s*$/i)?.[1];
         if (!accessToken) throw new ApiError(403, "OidcInvalidParameter", "access_token missing");
-        return c.json(await ssoTokenResult(await oidc.login(accessToken)));
+        const verifier = await oidcVerifier(config.oidcIssuer);
+        return c.json(await ssoTokenResult(await verifier.login(accessToken)));
       }),
     );
 }

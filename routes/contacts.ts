@@ -319,7 +319,7 @@ type LineCheck = { line: number; fields: ContactFields } | { line: number; error
  * Reads an import file: refuses it whole (400 `InvalidContact`) when it is too large, not UTF-8,
  * empty, without header, or with an unknown or repeated column; else checks each data line.
  */
-function readImport(bytes: Uint8Array): LineCheck[] {
+async function readImport(bytes: Uint8Array): Promise<LineCheck[]> {
   if (bytes.length > MAX_IMPORT_BYTES) {
     throw invalid(`the file is larger than ${MAX_IMPORT_BYTES} bytes`);
   }
@@ -331,7 +331,7 @@ function readImport(bytes: Uint8Array): LineCheck[] {
   }
   const body = text.startsWith("\uFEFF") ? text.slice(1) : text;
   if (!body.trim()) throw invalid("the file is empty");
-  const { header, rows } = parseCsv(body);
+  const { header, rows } = await parseCsv(body);
   const columns = header.map((name) => name.toLowerCase());
   const firstLine = body.slice(0, body.search(/\r?\n|$/));
   if (!firstLine.trim() || !columns.some(isField)) {
@@ -502,7 +502,7 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
         responses: { 201: importAnswer },
         errors: { 400: "`InvalidContact`: the file as a whole is refused" },
       }, async (c) => {
-        const checks = readImport(await importBytes(c));
+        const checks = await readImport(await importBytes(c));
         const userId = await existingOwner(c, services);
         const valid = checks.flatMap((check) => "fields" in check ? [check] : []);
         const outcomes = await importContacts(

@@ -7,7 +7,7 @@
  * base. No token: the document says what exists, not what anyone holds.
  */
 import { Hono } from "hono";
-import { API_ERROR_BODY } from "../lib/errors.ts";
+import * as z from "zod";
 import type { AppEnv } from "../lib/http.ts";
 import {
   type Area,
@@ -21,6 +21,15 @@ import { AGENTD_ERROR_BODY } from "../daemons/agentd/errors.ts";
 import { CALLD_ERROR_BODY } from "../daemons/calld/errors.ts";
 import { CONFD_ERROR_BODY } from "../daemons/confd/errors.ts";
 import { XIVO_AUTH_ERROR_BODY } from "./xivo_auth.ts";
+
+/**
+ * The body of every 2.0 and 1.0 error (`lib/errors.ts`'s `ApiError`), e.g.
+ * `{"error": "UserNotFound", "message": "…"}`.
+ */
+export const API_ERROR_BODY = z.object({
+  error: z.string().meta({ description: "The error code, e.g. `UserNotFound`" }),
+  message: z.string().meta({ description: "What went wrong, for people" }),
+});
 
 /** Where the whole document is served. */
 export const OPENAPI_PATH = "/svc/api/2.0/openapi.json";

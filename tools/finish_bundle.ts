@@ -15,7 +15,12 @@
  * 4. Every character outside ASCII is written as a `\uXXXX` escape ({@link asciiOnly}): V8 keeps a
  *    source holding one such character (a `→` in a comment is enough) in two bytes per character,
  *    twice the bundle's size in memory.
+ * 5. The code only a dynamic `import()` reaches (the docs page's files, the YAML writer, single
+ *    sign-on…) is kept as text until its first use ({@link coldModules}): the first start of a file
+ *    Deno has not run before parses all of its code (about 0.1 ms per KB, docs/performance.md),
+ *    run or not, but not the text of a string.
  */
+import * as acorn from "acorn";
 import { gzipSync } from "node:zlib";
 import { gitRevision, REVISION_SLOT } from "../lib/version.ts";
 import { SWAGGER_UI_FILES } from "../routes/docs_assets.ts";
@@ -93,6 +98,217 @@ export function asciiOnly(source: string): string {
   );
 }
 
+/** An ESTree node as acorn gives it. */
+type Node = acorn.Node & Record<string, unknown>;
+
+const isNode = (value: unknown): value is Node =>
+  typeof value === "object" && value !== null && typeof (value as Node).type === "string";
+
+const nameOf = (node: unknown): string | null =>
+  isNode(node) && node.type === "Identifier" ? node.name as string : null;
+
+/**
+ * The expression a dynamic `import()` became in the bundle, where it is one: the bundler writes
+ * `import(x)` of a module it bundles as `Promise.resolve().then(() => (init_x(), x_exports))`, or
+ * `Promise.resolve().then(() => __toESM(require_x()))` for a CommonJS one.
+ */
+function importedModule(node: Node): Node | null {
+  if (node.type !== "CallExpression" || (node.arguments as Node[]).length !== 1) return null;
+  const callee = node.callee as Node;
+  if (callee.type !== "MemberExpression" || nameOf(callee.property) !== "then") return null;
+  const resolved = callee.object as Node;
+  if (resolved.type !== "CallExpression" || (resolved.arguments as Node[]).length) return null;
+  const resolve = resolved.callee as Node;
+  if (
+    resolve.type !== "MemberExpression" || nameOf(resolve.object) !== "Promise" ||
+    nameOf(resolve.property) !== "resolve"
+  ) return null;
+  const thunk = (node.arguments as Node[])[0]!;
+  if (thunk.type !== "ArrowFunctionExpression" || (thunk.params as Node[]).length) return null;
+  const body = thunk.body as Node;
+  const calls = (call: unknown, prefix: string) =>
+    isNode(call) && call.type === "CallExpression" &&
+    nameOf(call.callee)?.startsWith(prefix) === true;
+  if (body.type === "SequenceExpression") {
+    const [init, namespace, ...rest] = body.expressions as Node[];
+    return calls(init, "init_") && nameOf(namespace) !== null && !rest.length ? body : null;
+  }
+  const required = body.type === "CallExpression" && nameOf(body.callee) === "__toESM"
+    ? (body.arguments as Node[])[0]
+    : null;
+  return calls(required, "require_") ? body : null;
+}
+
+/**
+ * The names `node` mentions (an identifier anywhere, not a property name: a local variable of the
+ * same name counts, which only keeps more code at start) and, when `imports` is given, the
+ * dynamic imports in it (whose names are left out).
+ */
+function mentions(node: Node, names: Set<string>, imports?: Node[]): void {
+  if (imports) {
+    const imported = importedModule(node);
+    if (imported) {
+      imports.push(imported);
+      return;
+    }
+  }
+  if (node.type === "Identifier") {
+    names.add(node.name as string);
+    return;
+  }
+  for (const [key, value] of Object.entries(node)) {
+    const propertyName = !node.computed && (
+      (key === "property" && node.type === "MemberExpression") ||
+      (key === "key" && ["Property", "MethodDefinition", "PropertyDefinition"].includes(node.type))
+    );
+    if (propertyName || key === "label") continue;
+    for (const child of Array.isArray(value) ? value : [value]) {
+      if (isNode(child)) mentions(child, names, imports);
+    }
+  }
+}
+
+/**
+ * The names a top-level statement declares, when running it does nothing but declare them (a
+ * function, `var x;`, `var x = {}`, the bundler's module wrappers `__esm({…})` and
+ * `__commonJS({…})`); null for any other statement: it runs at start.
+ */
+function declared(statement: Node): string[] | null {
+  if (statement.type === "FunctionDeclaration") return [nameOf(statement.id)!];
+  if (statement.type !== "VariableDeclaration") return null;
+  const names = [];
+  for (const { id, init } of statement.declarations as { id: Node; init: Node | null }[]) {
+    const wrapper = init?.type === "CallExpression" &&
+      ["__esm", "__commonJS"].includes(nameOf(init.callee) ?? "") &&
+      (init.arguments as Node[]).length === 1 &&
+      (init.arguments as Node[])[0]!.type === "ObjectExpression";
+    const empty = init?.type === "ObjectExpression" && !(init.properties as Node[]).length;
+    if (nameOf(id) === null || !(init === null || wrapper || empty)) return null;
+    names.push(nameOf(id)!);
+  }
+  return names;
+}
+
+/** The namespace object an `__export(x_exports, {…})` statement fills, if it is one. */
+function filledNamespace(statement: Node): string | null {
+  const call = statement.type === "ExpressionStatement" ? statement.expression as Node : null;
+  if (call?.type !== "CallExpression" || nameOf(call.callee) !== "__export") return null;
+  const [namespace, getters] = call.arguments as Node[];
+  return getters?.type === "ObjectExpression" ? nameOf(namespace) : null;
+}
+
+/** Names the bundle must not declare: {@link coldModules} adds them. */
+const COLD_CACHE = "__svc_cold";
+const COLD_LOADER = "__svc_cold_modules";
+
+/**
+ * The bundle with the code only dynamic imports reach kept as the text of one string, evaluated
+ * (a direct `eval`, in the bundle's scope) at the first such import.
+ *
+ * Every top-level statement that runs at start (anything but a declaration, see {@link declared})
+ * and every declaration it mentions, and so on, stays code; the dynamic imports found in them
+ * ({@link importedModule}) are not followed. What those imports reach, and nothing needed at start,
+ * goes into the text, in its order; each such import evaluates the text once, then its module's
+ * expression in it. The code in the text sees the bundle's top-level names as the bundle does;
+ * the bundle never names what the text declares (else it would have stayed code). A statement
+ * using `import.meta`, which evaluated code cannot, stays code.
+ */
+export function coldModules(bundle: string): { bundle: string; cold: number } {
+  const parse = (text: string, sourceType: "module" | "script") =>
+    acorn.parse(text, { ecmaVersion: "latest", sourceType }) as unknown as Node;
+  const statements = parse(bundle, "module").body as Node[];
+  const declaredBy = new Map<string, number[]>();
+  const atStart: number[] = [];
+  const named: Set<string>[] = [];
+  const importsIn: Node[][] = [];
+  statements.forEach((statement, index) => {
+    const names = new Set<string>();
+    const imports: Node[] = [];
+    mentions(statement, names, imports);
+    named.push(names);
+    importsIn.push(imports);
+    const namespace = filledNamespace(statement);
+    const declares = namespace === null ? declared(statement) : [namespace];
+    const importMeta = bundle.slice(statement.start, statement.end).includes("import.meta");
+    if (declares === null || importMeta) atStart.push(index);
+    for (const name of declares ?? []) declaredBy.set(name, [...declaredBy.get(name) ?? [], index]);
+  });
+  for (const name of [COLD_CACHE, COLD_LOADER]) {
+    if (declaredBy.has(name) || named.some((names) => names.has(name))) {
+      throw new Error(`the bundle already names ${name}`);
+    }
+  }
+  /** Adds to `into` what `from` reach through the names they mention, `outside` apart. */
+  const reach = (from: number[], into: Set<number>, outside = new Set<number>()) => {
+    const stack = [...from];
+    while (stack.length) {
+      const index = stack.pop()!;
+      if (into.has(index) || outside.has(index)) continue;
+      into.add(index);
+      for (const name of named[index]!) stack.push(...declaredBy.get(name) ?? []);
+    }
+  };
+  const needed = new Set<number>();
+  reach(atStart, needed);
+  const importedBy = (indexes: Iterable<number>) =>
+    [...indexes].flatMap((index) =>
+      importsIn[index]!.flatMap((imported) => {
+        const names = new Set<string>();
+        mentions(imported, names);
+        return [...names].flatMap((name) => declaredBy.get(name) ?? []);
+      })
+    );
+  // what the imports of needed code reach, then what the imports of that reach, and so on
+  const cold = new Set<number>();
+  for (let next = importedBy(needed); next.length;) {
+    const before = cold.size;
+    reach(next, cold, needed);
+    next = before === cold.size ? [] : importedBy(cold);
+  }
+  if (!cold.size) return { bundle, cold: 0 };
+  const coldNames = new Set([...cold].flatMap((index) => declared(statements[index]!) ?? []));
+  const edits: { start: number; end: number; text: string }[] = [];
+  const modules = new Map<string, string>(); // expression → its key in the evaluated text
+  for (const index of needed) {
+    for (const imported of importsIn[index]!) {
+      const names = new Set<string>();
+      mentions(imported, names);
+      if (![...names].some((name) => coldNames.has(name))) continue;
+      const expression = bundle.slice(imported.start, imported.end);
+      const key = modules.get(expression) ?? `m${modules.size}`;
+      modules.set(expression, key);
+      edits.push({ start: imported.start, end: imported.end, text: `${COLD_LOADER}().${key}()` });
+    }
+  }
+  const coldStatements = [...cold].sort((a, b) => a - b).map((index) => statements[index]!);
+  for (const { start, end } of coldStatements) edits.push({ start, end, text: "" });
+  const entries = [...modules].map(([expression, key]) => `${key}: () => (${expression})`);
+  const text = [
+    ...coldStatements.map(({ start, end }) => bundle.slice(start, end)),
+    `({ ${entries.join(", ")} });`,
+  ].join("\n");
+  parse(`"use strict";\n${text}`, "script"); // as eval will read it
+  const pieces = [];
+  let copied = 0;
+  for (const edit of edits.sort((a, b) => a.start - b.start)) {
+    pieces.push(bundle.slice(copied, edit.start), edit.text);
+    copied = edit.end;
+  }
+  pieces.push(
+    bundle.slice(copied),
+    `
+// the modules only import() reaches (tools/finish_bundle.ts), compiled at the first
+var ${COLD_CACHE};
+function ${COLD_LOADER}() {
+  return ${COLD_CACHE} ??= eval(${JSON.stringify(text)});
+}
+`,
+  );
+  const result = pieces.join("");
+  parse(result, "module");
+  return { bundle: result, cold: cold.size };
+}
+
 if (import.meta.main) {
   const [file] = Deno.args;
   if (!file) {
@@ -109,7 +325,7 @@ if (import.meta.main) {
     const stamped = bundle.replaceAll(REVISION_SLOT, revision);
     const docsFiles = Object.values(SWAGGER_UI_FILES).map(({ text }) => text);
     const finished = asciiOnly(gzipDocsFiles(lazyBuiltins(stamped), docsFiles));
-    await Deno.writeTextFile(file, finished);
+    await Deno.writeTextFile(file, coldModules(finished).bundle);
   } catch (error) {
     console.error(`finish_bundle: ${file}: ${(error as Error).message}`);
     Deno.exit(1);

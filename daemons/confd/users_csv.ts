@@ -125,8 +125,8 @@ function unlessErrors<T>(errors: RowErrors, value: () => T): T {
 }
 
 /** Reads the CSV file; a file-level problem answers 400 at once. */
-function readTable(text: string, required: string) {
-  const { header, rows } = parseCsv(text);
+async function readTable(text: string, required: string) {
+  const { header, rows } = await parseCsv(text);
   const fail = (reason: string) => new ConfdError(400, [`Input Error - ${reason}`]);
   if (!header.length) throw fail("the file is empty");
   const seen = new Set<string>();
@@ -564,7 +564,7 @@ function hashRows(passwords: (string | null | undefined)[], job?: ImportJob) {
 
 /** `POST /users/import`: creates every row's records, or nothing; answers 201 `{created}`. */
 async function importCreate(store: Store, text: string, job?: ImportJob): Promise<JobOutcome> {
-  const table = readTable(text, "firstname");
+  const table = await readTable(text, "firstname");
   await job?.running(table.length);
   const refs = await referenceData(store);
   const plans = planAll(table, (line, row) => planRow(line, row, refs));
@@ -600,7 +600,7 @@ async function linesFollowing(store: Store, changed: UserRecord[]) {
  * 200 `{updated}`.
  */
 async function importUpdate(store: Store, text: string, job?: ImportJob): Promise<JobOutcome> {
-  const table = readTable(text, "uuid");
+  const table = await readTable(text, "uuid");
   await job?.running(table.length);
   const refs = await referenceData(store);
   const plans = planAll(table, (line, row) => {

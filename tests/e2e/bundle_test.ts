@@ -2,7 +2,9 @@
  * `deno task bundle` gives one self-contained file that serves: the bundle runs without the
  * repository's deno.json (`--no-config`) and answers `GET /health`; copied out of the repository,
  * it still tells the revision it was built from (`GET /version`) and serves `GET /metrics`
- * (prom-client bundled in). `tools/finish_bundle.ts` left it in ASCII, without `node:module`, its docs files gzipped.
+ * (prom-client bundled in). `tools/finish_bundle.ts` left it in ASCII, without `node:module`, its docs files gzipped,
+ * and the code only `import()` reaches (the YAML writer, the CSV parser, single sign-on) as text
+ * until its first use, where it serves as from the sources.
  */
 import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
@@ -72,6 +74,55 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
       await server.stop();
     }
   });
+
+  await t.step(
+    "the code loaded on first use: a YAML document, a CSV import, OpenID Connect",
+    async () => {
+      const text = await Deno.readTextFile(bundle);
+      // the bundler's wrappers of js-yaml, papaparse and lib/auth/sso/oidc.ts: at the start of a
+      // line when code, after an escaped line end in the text
+      for (const code of ["var init_js_yaml", "var require_papaparse", "var init_oidc"]) {
+        assert.ok(!text.includes(`\n${code}`), `${code}: code, not text`);
+        assert.ok(text.includes(`\\n${code}`), `${code}: not in the text`);
+      }
+      const admin = { login: "bundle-admin", password: "bundle-admin-password" };
+      const server = await startServer({
+        SVC_KV: ":memory:",
+        SVC_ADMIN_LOGIN: admin.login,
+        SVC_ADMIN_PASSWORD: admin.password,
+        SVC_OIDC_ISSUER: "http://127.0.0.1:9/oidc",
+      }, { args: bundleArgs("dist/svc.js") });
+      try {
+        const yaml = await fetch(`${server.baseUrl}/1.1/api/api.yml`);
+        assert.equal(yaml.status, 200);
+        assert.match(await yaml.text(), /^openapi: 3\.1\.0\n/);
+        const login = await fetch(`${server.baseUrl}/svc/api/2.0/auth/webservice`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify(admin),
+        });
+        assert.equal(login.status, 200);
+        const { token } = await login.json();
+        const imported = await fetch(`${server.baseUrl}/1.1/users/import`, {
+          method: "POST",
+          headers: { Authorization: `Bearer ${token}`, "Content-Type": "text/csv" },
+          body: 'firstname,lastname\r\n"Ada, Jr",Lovelace\r\n',
+        });
+        assert.equal(imported.status, 201, await imported.clone().text());
+        const { created } = await imported.json();
+        assert.equal(created.length, 1);
+        const exported = await fetch(`${server.baseUrl}/1.1/users/export`, {
+          headers: { Authorization: `Bearer ${token}`, Accept: "text/csv" },
+        });
+        assert.match(await exported.text(), /\r\n[0-9a-f-]{36},"Ada, Jr",Lovelace,/);
+        const oidc = await fetch(`${server.baseUrl}/svc/api/2.0/auth/oidc?token=not-a-jwt`);
+        assert.equal(oidc.status, 403);
+        assert.equal((await oidc.json()).error, "OidcAuthenticationFailed");
+      } finally {
+        await server.stop();
+      }
+    },
+  );
 
   await t.step("copied out of the repository: GET /version and GET /metrics", async () => {
     const git = await new Deno.Command("git", {

@@ -1,8 +1,12 @@
 /**
  * `lib/csv.ts`: the formula-neutralising helper pair (docs/decisions.md, "CSV and spreadsheets")
- * and what `toCsv` writes with it.
+ * and what `toCsv` writes with it: the bytes papaparse's `unparse` wrote before `toCsv` did its
+ * quoting itself.
  */
 import assert from "node:assert/strict";
+import fc from "fast-check";
+// @ts-types="@types/papaparse"
+import Papa from "papaparse";
 import { isFormulaLike, neutraliseCell, parseCsv, toCsv, unneutraliseCell } from "../../lib/csv.ts";
 
 Deno.test("neutraliseCell: formulas get a leading ', phone numbers and plain text do not", async (t) => {
@@ -88,7 +92,7 @@ Deno.test("every string up to 4 characters of the tricky alphabet round-trips an
   assert.equal(checked, 1 + 15 + 15 ** 2 + 15 ** 3 + 15 ** 4);
 });
 
-Deno.test("toCsv neutralises every data cell, never the header; parseCsv + unneutraliseCell read it back", () => {
+Deno.test("toCsv neutralises every data cell, never the header; parseCsv + unneutraliseCell read it back", async () => {
   const header = ["=name", "number"];
   const rows = [
     ["=1+1", "+33 6 12 34 56 78"],
@@ -101,9 +105,32 @@ Deno.test("toCsv neutralises every data cell, never the header; parseCsv + unneu
     '=name,number\r\n\'=1+1,+33 6 12 34 56 78\r\n"\'=HYPERLINK(""http://x"",""y"")",\'-5\r\n' +
       "''=x,\"'\r=1\"\r\n",
   );
-  const table = parseCsv(csv);
+  const table = await parseCsv(csv);
   assert.deepEqual(table.header, header);
   assert.deepEqual(table.rows.map((row) => row.fields.map(unneutraliseCell)), rows);
   assert.equal(toCsv(header, table.rows.map((row) => row.fields.map(unneutraliseCell))), csv);
   assert.equal(toCsv(["=a"], []), "=a\r\n");
+});
+
+Deno.test("toCsv writes what papaparse's unparse writes, rows cut or filled to the header", () => {
+  const unparse = (header: string[], rows: string[][]) =>
+    `${
+      rows.length
+        ? Papa.unparse({ fields: header, data: rows.map((row) => row.map(neutraliseCell)) }, {
+          newline: "\r\n",
+        })
+        : Papa.unparse([header], { newline: "\r\n" })
+    }\r\n`;
+  const tricky = fc.string({
+    unit: fc.constantFrom("a", " ", ",", '"', "\r", "\n", "\uFEFF", "=", "'", "-", "+", "\t"),
+  });
+  const cell = fc.oneof(fc.string(), tricky);
+  fc.assert(
+    fc.property(
+      fc.array(cell, { maxLength: 4 }),
+      fc.array(fc.array(cell, { maxLength: 6 }), { maxLength: 4 }),
+      (header, rows) => assert.equal(toCsv(header, rows), unparse(header, rows)),
+    ),
+    { numRuns: 5_000 },
+  );
 });

@@ -29,8 +29,8 @@ const CALC = "=cmd|' /C calc'!A0";
 const SUM = "@SUM(1+1)";
 
 /** The cells of a CSV answer by column name, one record per row. */
-function records(csv: string): Record<string, string>[] {
-  const { header, rows } = parseCsv(csv);
+async function records(csv: string): Promise<Record<string, string>[]> {
+  const { header, rows } = await parseCsv(csv);
   return rows.map(({ fields }) => Object.fromEntries(header.map((name, i) => [name, fields[i]!])));
 }
 
@@ -239,7 +239,7 @@ Deno.test("callback tickets export: formulas neutralised, phone numbers kept; th
   const exported = await text(
     await call("POST", "/callback_lists/callback_tickets/csv", { listUuid: list.uuid }),
   );
-  const rows = new Map(records(exported).map((row) => [row.requestUuid, row]));
+  const rows = new Map((await records(exported)).map((row) => [row.requestUuid, row]));
   const pick = (
     { comment, phoneNumber, mobilePhoneNumber, firstName, lastName, company, description }: Record<
       string,
@@ -305,7 +305,7 @@ Deno.test("users export: formulas neutralised, phone numbers kept, export → im
   const exportCsv = async (client: typeof api) =>
     await text(await client.get("/users/export", { Accept: "text/csv; charset=utf-8" }));
   const exported = await exportCsv(api);
-  const [first, second, third] = records(exported);
+  const [first, second, third] = await records(exported);
 
   await t.step("each cell as exported", () => {
     assert.deepEqual(

@@ -150,7 +150,7 @@ Deno.test("GET /supervision/history as CSV: one row per day and queue or agent, 
   assert.equal(response.status, 200);
   assert.equal(response.headers.get("content-type"), "text/csv; charset=utf-8");
   const text = await response.text();
-  const { header, rows } = parseCsv(text);
+  const { header, rows } = await parseCsv(text);
   assert.deepEqual(header, [
     "day",
     "kind",

@@ -228,7 +228,7 @@ Deno.test("GET /1.1/users/export, and export then import into an empty store", a
     assert.equal(response.status, 200);
     assert.equal(response.headers.get("content-type"), "text/csv; charset=utf-8");
     exported = await response.text();
-    const { header, rows } = parseCsv(exported);
+    const { header, rows } = await parseCsv(exported);
     assert.ok(!header.includes("password"));
     assert.ok(
       header.includes("uuid") && header.includes("exten") && header.includes("voicemail_number"),
