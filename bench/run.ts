@@ -6,6 +6,8 @@
  * answer's requests per second (issue 28): the contacts list 75 %, the slowest list of each area
  * 50 % (`/1.1/users?limit=100` among 10,000 users, the agent daemon's `/agents` with 500 agents,
  * the deprecated 1.0 API's `historyByUsername`, the 2.0 call history, both a page of 100 calls).
+ * Those four must read the store on every request, so each also runs after `json-kv <bytes>`, the
+ * same bare answer after one Deno KV read, and its row says what that read alone costs.
  *
  * Also measured, without wrk: events delivered per second by the event export (decisions §7) to
  * a local `Deno.serve` receiver in this process, from a store file holding 20,000 due events; and
@@ -94,6 +96,11 @@ interface Servers {
    * `Content-Type` and `X-Request-Id`; answers its base URL.
    */
   bareJson(bytes: number): Promise<string>;
+  /**
+   * Starts `bench/hello_server.ts json-kv <bytes>` (once per size): the same answer after one
+   * Deno KV read, shared by the requests that arrive while one runs; answers its base URL.
+   */
+  bareJsonAfterRead(bytes: number): Promise<string>;
   /** Base URL of the real server (`main.ts` on the store of BENCH_KV). */
   svc: string;
   /** A token of the administrator web service user. */
@@ -107,7 +114,7 @@ interface Servers {
 }
 
 /** One real server: its URL, an administrator's token, its event receiver. */
-type Svc = Omit<Servers, "hello" | "bareJson">;
+type Svc = Omit<Servers, "hello" | "bareJson" | "bareJsonAfterRead">;
 
 interface Scenario {
   name: string;
@@ -118,6 +125,12 @@ interface Scenario {
   hello?: boolean;
   /** The target (issue 28): at least this share (%) of the req/s of that bare JSON answer. */
   share?: number;
+  /**
+   * The route must read the store on each request (what it keeps may have been changed by another
+   * process sharing the store): it runs after the bare answer given after one Deno KV read too
+   * (`bench/hello_server.ts json-kv`), which its row shows beside its baseline.
+   */
+  readsStore?: boolean;
   /** Prepares what the scenario needs (records, tokens) and answers the request to repeat. */
   setup(servers: Servers): Target | Promise<Target>;
 }
@@ -132,6 +145,8 @@ interface WrkResult {
   bare?: string;
   /** A route's: its target, the least share (%) of the bare answer's req/s. */
   share?: number;
+  /** A route's that reads the store: the name of the bare answer after one Deno KV read. */
+  afterRead?: string;
 }
 
 /** One-shot operations timed during the setups, printed after the table. */
@@ -802,6 +817,7 @@ const scenarios: Scenario[] = [
   {
     name: "GET /1.1/users?limit=100 (10,000 users)",
     share: 50,
+    readsStore: true,
     setup: async (servers) => {
       const context = JSON.stringify({
         name: "bench",
@@ -824,6 +840,7 @@ const scenarios: Scenario[] = [
     name: `GET /agents (${AGENTS} agents in ${AGENT_QUEUES} queues, ${LOGGED_AGENTS} logged in, ` +
       `${PAUSED_AGENTS} paused)`,
     share: 50,
+    readsStore: true,
     setup: async (servers) => {
       await timed(
         `${AGENTS} agents, ${AGENT_QUEUES} queues, ${AGENTS * 2} memberships, ` +
@@ -840,6 +857,7 @@ const scenarios: Scenario[] = [
     name: `GET /svc/api/2.0/history/{username}?size=${HISTORY_CALLS} (a user with ` +
       `${HISTORY_CALLS} calls)`,
     share: 50,
+    readsStore: true,
     setup: async (servers) => {
       await callHistory(servers);
       return {
@@ -854,6 +872,7 @@ const scenarios: Scenario[] = [
     name: `GET /svc/api/1.0/historyByUsername/{domain}/{username}?size=${HISTORY_CALLS} ` +
       `(the same user)`,
     share: 50,
+    readsStore: true,
     setup: async (servers) => {
       await callHistory(servers);
       return {
@@ -936,9 +955,12 @@ async function ensureWrk(): Promise<void> {
 async function startBare(stack: AsyncDisposableStack, ...args: string[]): Promise<string> {
   const port = freePort();
   const base = `http://127.0.0.1:${port}`;
+  // the store of `json-kv`: Deno KV, a file when the bench's store is one (BENCH_KV)
+  const store = args[0] === "json-kv" ? ["--unstable-kv", "--allow-read", "--allow-write"] : [];
   const server = startDeno(stack, [
     "run",
     "--allow-net",
+    ...store,
     "bench/hello_server.ts",
     `${port}`,
     ...args,
@@ -951,8 +973,13 @@ async function startBare(stack: AsyncDisposableStack, ...args: string[]): Promis
  * Starts `bench/hello_server.ts json <bytes>` and checks what it answers: `bytes` bytes of JSON,
  * with `Content-Type` and `X-Request-Id`, as the route it stands beside. Answers its base URL.
  */
-async function startBareJson(stack: AsyncDisposableStack, bytes: number): Promise<string> {
-  const base = await startBare(stack, "json", `${bytes}`);
+async function startBareJson(
+  stack: AsyncDisposableStack,
+  bytes: number,
+  ...afterRead: ["json-kv", string] | []
+): Promise<string> {
+  const [mode, store] = afterRead.length ? afterRead : ["json"];
+  const base = await startBare(stack, mode, `${bytes}`, ...store === undefined ? [] : [store]);
   const response = await fetch(`${base}/`, {
     headers: { Authorization: "Bearer x" },
     signal: bounded(10_000),
@@ -975,6 +1002,22 @@ async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
     if (!started) bare.set(bytes, started = startBareJson(stack, bytes));
     return started;
   };
+  const afterRead = new Map<number, Promise<string>>();
+  // a store of the bench's kind, its own: in memory, or a file (in a temporary folder removed
+  // at the end) when the bench's is a file
+  let bareStore = ":memory:";
+  if (kv !== ":memory:" && !/^https?:/.test(kv)) {
+    const dir = await Deno.makeTempDir({ prefix: "svc-bench-bare-" });
+    stack.defer(() => Deno.remove(dir, { recursive: true }));
+    bareStore = `${dir}/bare.kv`;
+  }
+  const bareJsonAfterRead = (bytes: number) => {
+    let started = afterRead.get(bytes);
+    if (!started) {
+      afterRead.set(bytes, started = startBareJson(stack, bytes, "json-kv", bareStore));
+    }
+    return started;
+  };
   const inspector = Deno.env.get("BENCH_PROFILE") ? freePort() : undefined;
   const svc = await startSvc(
     stack,
@@ -988,7 +1031,7 @@ async function startServers(stack: AsyncDisposableStack): Promise<Servers> {
     "/health",
     { inspector },
   );
-  return { ...svc, hello, bareJson, inspector };
+  return { ...svc, hello, bareJson, bareJsonAfterRead, inspector };
 }
 
 /**
@@ -1186,10 +1229,19 @@ async function main(): Promise<void> {
           `(for ${scenario.name.split(" (")[0]})`,
         url: `${await servers.bareJson(bytes)}/`,
       };
-      if (bare) {
-        console.log(`- ${bare.name}`);
+      const afterRead = scenario.readsStore
+        ? {
+          name: `bare Deno.serve JSON answer of the same ${bytes.toLocaleString("en-US")} bytes ` +
+            `after one Deno KV read (for ${scenario.name.split(" (")[0]})`,
+          url: `${await servers.bareJsonAfterRead(bytes)}/`,
+        }
+        : undefined;
+      for (const baseline of [bare, afterRead]) {
+        if (!baseline) continue;
+        console.log(`- ${baseline.name}`);
         const headers = { Authorization: "Bearer x" };
-        results.push({ name: bare.name, bytes, figures: await wrk({ url: bare.url, headers }) });
+        const figures = await wrk({ url: baseline.url, headers });
+        results.push({ name: baseline.name, bytes, figures });
       }
       console.log(`- ${scenario.name}`);
       const stopProfile = servers.inspector ? await startProfile(servers.inspector) : null;
@@ -1197,6 +1249,7 @@ async function main(): Promise<void> {
         name: scenario.name,
         bytes,
         bare: bare?.name,
+        afterRead: afterRead?.name,
         share: scenario.share,
         figures: await wrk(target),
       });
@@ -1306,10 +1359,20 @@ async function main(): Promise<void> {
  */
 function httpRows(results: readonly WrkResult[]): Row[] {
   const hello = results[0];
-  return results.flatMap(({ name, bytes, figures, bare: bareName, share }) => {
+  const rate = (name?: string) => results.find((result) => result.name === name)?.figures;
+  return results.flatMap(({ name, bytes, figures, bare: bareName, afterRead, share }) => {
     const bare = results.find(({ name }) => name === bareName);
     if (!bare) return [];
     const percent = figures.requestsPerSec / bare.figures.requestsPerSec * 100;
+    const read = rate(afterRead);
+    // what the runtime charges a route that must read the store, and how far svc is from that
+    const readShare = read
+      ? `; the bare answer after one Deno KV read: ${Math.round(read.requestsPerSec)}/s, ${
+        (read.requestsPerSec / bare.figures.requestsPerSec * 100).toFixed(1)
+      } % of the bare answer's (svc is ${
+        (figures.requestsPerSec / read.requestsPerSec * 100).toFixed(1)
+      } % of it)`
+      : "";
     const helloShare = hello
       ? `; the bare answer is ${
         (bare.figures.requestsPerSec / hello.figures.requestsPerSec * 100).toFixed(1)
@@ -1326,7 +1389,7 @@ function httpRows(results: readonly WrkResult[]): Row[] {
         : { target: { text: `≥ ${share} % of the bare answer's`, met: percent >= share } }),
       detail: `${bytes.toLocaleString("en-US")} B; p99 ${figures.p99}, bare ${bare.figures.p99}` +
         (figures.timeouts ? `; ${figures.timeouts} requests unanswered within wrk's 2 s` : "") +
-        helloShare,
+        readShare + helloShare,
     }];
   });
 }
