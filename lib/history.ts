@@ -90,22 +90,36 @@ export function queryInteger(
   return value;
 }
 
-/** The JSON text of each list of records `lastCalls` answered, kept while it answers that list. */
-const entriesTexts = new WeakMap<readonly CallRecord[], string>();
+/**
+ * The texts made of each list of records `lastCalls` answered, kept while it answers that list:
+ * by the function that wrapped the entries' JSON (`undefined`: the entries alone).
+ */
+const entriesTexts = new WeakMap<
+  readonly CallRecord[],
+  Map<((entries: string) => string) | undefined, string>
+>();
 
 /**
- * The JSON text of the user's last `size` calls as entries, newest first: serialised once per
- * list `lastCalls` keeps, so a client polling its history costs no formatting.
+ * The JSON text of the user's last `size` calls as entries, newest first, inside what `wrap`
+ * makes of it (a route's answer around the entries): made once per list `lastCalls` keeps, so a
+ * client polling its history costs no formatting, and the same text each time (a text built
+ * anew, even by one concatenation, costs Deno's server a copy of the body on each answer).
+ * `wrap` must be one function per route (the texts are kept by it).
  */
 export async function lastEntriesJson(
   { store }: Services,
   user: UserRecord,
   size: number,
+  wrap?: (entries: string) => string,
 ): Promise<string> {
   const records = await lastCalls(store, user.id, size);
-  let text = entriesTexts.get(records);
+  let texts = entriesTexts.get(records);
+  if (!texts) entriesTexts.set(records, texts = new Map());
+  let text = texts.get(wrap);
   if (text === undefined) {
-    entriesTexts.set(records, text = JSON.stringify(records.map(historyEntry)));
+    const entries = texts.get(undefined) ?? JSON.stringify(records.map(historyEntry));
+    texts.set(undefined, entries);
+    texts.set(wrap, text = wrap ? wrap(entries) : entries);
   }
   return text;
 }

@@ -31,6 +31,9 @@ import type { Services } from "../lib/services.ts";
 const answer = (entries: HistoryEntry[]) => ({ res: "success", data: { entries } });
 const JSON_TYPE = { "Content-Type": "application/json" };
 
+/** The 2.0 answer around the entries' JSON text. */
+const successBody = (entries: string) => `{"res":"success","data":{"entries":${entries}}}`;
+
 const answerBody = z.object({
   res: z.literal("success"),
   data: z.object({ entries: z.array(HISTORY_ENTRY) }),
@@ -65,8 +68,7 @@ export function historyRoutes(services: Services): Hono<AppEnv> {
       }, async (c) => {
         const size = queryInteger(c, SIZE);
         const user = await pathUser(store, c.req.param("username") ?? "");
-        const entries = await lastEntriesJson(services, user, size);
-        return c.body(`{"res":"success","data":{"entries":${entries}}}`, 200, JSON_TYPE);
+        return c.body(await lastEntriesJson(services, user, size, successBody), 200, JSON_TYPE);
       }),
     );
 }
