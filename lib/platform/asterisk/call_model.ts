@@ -69,6 +69,11 @@ export interface QueueWait {
   /** Its phone hung up (`HangupRequest`): a call leaving unanswered then was abandoned. */
   callerHungUp: boolean;
   /**
+   * The caller's `Dial` to a member was answered (its `DialEnd` `ANSWER`): the queue connects that
+   * member (`AgentConnect` follows), whoever it is, so the call leaving the queue now is no timeout.
+   */
+  memberAnswered: boolean;
+  /**
    * When it left unanswered (`QueueCallerAbandon`) while svc does not know yet why: Asterisk says
    * so on the queue's timeout too. The dialplan going on after `Queue` tells a timeout, the
    * caller's `HangupRequest` an abandon.

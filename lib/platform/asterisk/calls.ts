@@ -182,6 +182,7 @@ export class CallTracker {
           joinedMs: null,
           channel: "",
           callerHungUp: false,
+          memberAnswered: false,
           leftMs: null,
         }
         : null,
@@ -677,8 +678,12 @@ export class CallTracker {
     if (!uniqueId) return; // the ringing of an originated channel has only Dest* fields
     const call = this.#callOf(uniqueId);
     if (!call || call.ended || uniqueId !== call.originChannel) return;
-    if (call.wait?.joinedMs != null && call.wait.channel === uniqueId) return; // AgentConnect's
     const status = event.get("DialStatus");
+    if (call.wait?.joinedMs != null && call.wait.channel === uniqueId) {
+      // a queue's member answered: AgentConnect says who is connected, and that is the answer
+      if (status === "ANSWER") call.wait.memberAnswered = true;
+      return;
+    }
     call.failed = status === "BUSY" || status === "CONGESTION";
     const dest = deviceOf(event.get("DestChannel") ?? "");
     const toPhone = dest !== null && this.ctx.dir().phoneOfInterface(dest) !== null;
@@ -809,6 +814,7 @@ export class CallTracker {
       joinedMs: null,
       channel: "",
       callerHungUp: false,
+      memberAnswered: false,
       leftMs: null,
     };
     call.wait.joinedMs = this.ctx.now();
@@ -831,13 +837,15 @@ export class CallTracker {
   }
 
   /**
-   * A call leaves its queue: unless answered or already left unanswered, on its timeout. An agent
-   * whose phone answered is about to be connected (`AgentConnect` follows): that is the answer.
+   * A call leaves its queue: unless answered or already left unanswered, on its timeout. A member
+   * that answered (an agent's phone, or the caller's `Dial` to any member) is about to be connected
+   * (`AgentConnect` follows): that is the answer.
    */
   #queueLeave(event: AmiMessage): void {
     const call = this.#callOf(event.get("Uniqueid") ?? "");
     if (!call || call.ended || call.wait?.leftMs != null) return;
-    const connecting = call.legs.some((leg) => !leg.ended && leg.pickedUpMs !== null);
+    const connecting = call.wait?.memberAnswered ||
+      call.legs.some((leg) => !leg.ended && leg.pickedUpMs !== null);
     if (!connecting) this.#leftQueue(call, "timeout");
   }
 
