@@ -9,7 +9,8 @@
  * by its collection while its version key stays) and indexed. The presences come from the platform
  * (in memory). The text is built again only when the lists or a presence changed. Requests asking
  * while a read runs share the next one, begun after they asked (`lib/store/shared_read.ts`), so a
- * change made before a request shows in its answer.
+ * change made before a request shows in its answer. The version keys themselves are not read
+ * while the store's change mark (`Store.changeMark`) is the one taken before they last were.
  */
 import { isLoggedOnLine, statusOf } from "./agent_control.ts";
 import type { CoreServices } from "./core_services.ts";
@@ -81,9 +82,18 @@ function listReader({ store, platform }: CoreServices): () => Promise<string> {
   const presencesOf = (agentList: readonly AgentRecord[]) =>
     Promise.all(agentList.map((agent) => platform.agentPresence(agent.id)));
   let kept: Sources | null = null;
+  /** The store's change mark taken before `kept`'s versions were read. */
+  let keptMark: number | null = null;
   let answered: Answer | null = null;
   return async () => {
-    const [versions, origin] = await Promise.all([readVersions(), serverUuid(store)]);
+    // nothing committed since the versions were read (by any process): they are the same
+    const mark = store.changeMark();
+    const unchanged = kept !== null && mark !== null && mark === keptMark;
+    const [versions, origin] = await Promise.all([
+      unchanged ? kept!.versions : readVersions(),
+      serverUuid(store),
+    ]);
+    keptMark = mark;
     // lists read after the version keys are at least as new: kept under these versions, a write
     // meanwhile is read again next time
     if (kept?.versions !== versions) kept = sources(versions, await allOf(store, COLLECTIONS));

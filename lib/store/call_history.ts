@@ -78,6 +78,8 @@ export async function recordCallsOnce(
 /** The last calls a process read of a user, at a version of the user's history. */
 interface KeptCalls {
   version: string | null;
+  /** The store's change mark taken before `version` was read (`Store.changeMark`). */
+  mark: number | null;
   /** The newest first, `read` of them asked. */
   records: readonly CallRecord[];
   read: number;
@@ -114,17 +116,24 @@ function versionsOf(store: Store) {
 /**
  * The user's last `size` calls, newest first. What was read is kept and answered again (the same
  * array for the same size) while the user's version key, read after the caller asked, is the
- * same: a call written before, by any process, is in the answer. Treat it as read-only.
+ * same: a call written before, by any process, is in the answer. The version key is not even
+ * read while the store's change mark is the one taken before it was (nothing was committed
+ * since, by any process). Treat it as read-only.
  */
 export async function lastCalls(
   store: Store,
   userId: number,
   size: number,
 ): Promise<readonly CallRecord[]> {
-  const version = (await versionsOf(store)([userId])).get(userId) ?? null;
   let users = keptCalls.get(store);
   if (!users) keptCalls.set(store, users = new Map());
+  const mark = store.changeMark();
   let kept = users.get(userId);
+  const unchanged = mark !== null && kept?.mark === mark;
+  const version = unchanged
+    ? kept!.version
+    : (await versionsOf(store)([userId])).get(userId) ?? null;
+  kept = users.get(userId); // another request may have replaced it meanwhile
   users.delete(userId); // asked now: the last to go
   if (kept?.version !== version || (kept.read < size && kept.records.length === kept.read)) {
     const entries = await store.list<CallRecord>(
@@ -132,7 +141,9 @@ export async function lastCalls(
       { reverse: true, limit: size },
     );
     const records = entries.map((entry) => entry.value);
-    kept = { version, records, read: size, bySize: new Map([[size, records]]) };
+    kept = { version, mark, records, read: size, bySize: new Map([[size, records]]) };
+  } else if (!unchanged) {
+    kept.mark = mark; // checked at this mark
   }
   users.set(userId, kept);
   if (users.size > KEPT_USERS) users.delete(users.keys().next().value!);

@@ -312,7 +312,8 @@ export class Collection<T extends { id: IndexValue }> {
     return versionKey(this.name);
   }
 
-  #cache: { store: Store; version: string | null; records: T[] } | null = null;
+  /** The list last read, at `version`; `mark`: the store's change mark taken before that read. */
+  #cache: { store: Store; version: string | null; mark: number | null; records: T[] } | null = null;
   /**
    * Per store, the reads of records ({@link get}) and of the version key ({@link all}), shared by
    * the callers that ask while one runs: each answer still comes from a read begun after its
@@ -336,17 +337,24 @@ export class Collection<T extends { id: IndexValue }> {
 
   /**
    * Every record, in id order. The list is kept in memory and read again only when the
-   * collection's version key changed, so that large lists cost one read; treat it as read-only.
-   * What readers see of a collection changes only with its version key: a bulk write sets it in
-   * its last commit, the one that makes it visible.
+   * collection's version key changed, so that large lists cost one read, and that key is not even
+   * read while the store's change mark (`Store.changeMark`) is the one taken before it last was;
+   * treat it as read-only. What readers see of a collection changes only with its version key: a
+   * bulk write sets it in its last commit, the one that makes it visible.
    */
   async all(store: Store): Promise<T[]> {
+    const mark = store.changeMark();
+    const cache = this.#cache?.store === store ? this.#cache : null;
+    if (cache && mark !== null && cache.mark === mark) return cache.records;
     const version = await this.#version(store);
-    if (this.#cache?.store === store && this.#cache.version === version) return this.#cache.records;
+    if (cache && cache.version === version) {
+      if (this.#cache === cache) cache.mark = mark; // checked at this mark
+      return cache.records;
+    }
     const records = (await listVisible<T>(store, { prefix: [this.name] })).map((entry) =>
       entry.value
     );
-    this.#cache = { store, version, records };
+    this.#cache = { store, version, mark, records };
     return records;
   }
 

@@ -85,6 +85,11 @@ export class Store {
   #reopening: Promise<Deno.Kv> | null = null;
   #closed = false;
   readonly #failureListeners: FailureListener[] = [];
+  /** Writes begun and writes ended through this object: a write in flight changes the mark twice. */
+  #writes = 0;
+  /** A store file's commit counter ({@link changeMark}), once loaded; null when it cannot be had. */
+  #dataVersion: (() => number | null) | null | undefined;
+  #closeDataVersion: (() => void) | null = null;
 
   /** `null` is the platform's default store (Deno Deploy's managed KV). */
   private constructor(readonly location: string | null, kv: Deno.Kv) {
@@ -209,16 +214,77 @@ export class Store {
     value: unknown,
     options?: { expireIn?: number },
   ): Promise<Deno.KvCommitResult> {
-    return this.run((kv) => kv.set(key, value, options));
+    return this.#write((kv) => kv.set(key, value, options));
   }
 
   delete(key: Deno.KvKey): Promise<void> {
-    return this.run((kv) => kv.delete(key));
+    return this.#write((kv) => kv.delete(key));
   }
 
   /** Builds and commits one atomic operation; `ok: false` means a `check` failed. */
   commit(build: (op: Deno.AtomicOperation) => Deno.AtomicOperation) {
-    return this.run((kv) => build(kv.atomic()).commit());
+    return this.#write((kv) => build(kv.atomic()).commit());
+  }
+
+  /** {@link run} for a write, counted before and after (see {@link changeMark}). */
+  async #write<T>(op: (kv: Deno.Kv) => Promise<T>): Promise<T> {
+    this.#writes++;
+    try {
+      return await this.run(op);
+    } finally {
+      this.#writes++;
+    }
+  }
+
+  /**
+   * A mark of everything committed to the store, had without waiting: while it stays the same,
+   * nothing was committed, by this process or by any other sharing the store, so what was read
+   * after taking it may be answered again without reading. Null when the store cannot tell (a
+   * remote store, Deno Deploy's; a file before its first call has loaded SQLite; a store closed or
+   * whose handle was lost): then read.
+   *
+   * In memory, only this object writes: the count of its writes begun and ended. A file: SQLite's
+   * `PRAGMA data_version` on a connection of its own (`node:sqlite`, loaded at the first call),
+   * which changes with every commit of any other connection, Deno KV's of this process included
+   * (a few µs, where a Deno KV read costs tens).
+   *
+   * @example
+   * const mark = store.changeMark(); // before reading
+   * const version = await store.get(versionKey); // kept with `mark`; unread while the mark holds
+   */
+  changeMark(): number | null {
+    // a store closed or whose handle was lost answers what a read would: unavailable
+    if (this.#closed || this.#kv === null) return null;
+    if (this.location === ":memory:") return this.#writes;
+    if (this.#dataVersion === undefined) {
+      this.#dataVersion = null;
+      if (this.location !== null && !/^https?:\/\//i.test(this.location)) {
+        this.#loadDataVersion(this.location);
+      }
+    }
+    return this.#dataVersion?.() ?? null;
+  }
+
+  /** Opens the store file's own SQLite connection for {@link changeMark}; null if it cannot. */
+  async #loadDataVersion(path: string): Promise<void> {
+    try {
+      const { DatabaseSync } = await import("node:sqlite");
+      if (this.#closed) return;
+      const db = new DatabaseSync(path, { readOnly: true });
+      const statement = db.prepare("PRAGMA data_version");
+      const read = () => (statement.get() as { data_version: number }).data_version;
+      read();
+      this.#closeDataVersion = () => db.close();
+      this.#dataVersion = () => {
+        try {
+          return read();
+        } catch {
+          return null; // the file is gone or locked: read through Deno KV
+        }
+      };
+    } catch {
+      // no permission to open it, or no SQLite file there: every answer is read
+    }
   }
 
   /** True when a read succeeds; used by `GET /ready`. */
@@ -235,6 +301,9 @@ export class Store {
     this.#closed = true;
     this.#kv?.close();
     this.#kv = null;
+    this.#closeDataVersion?.();
+    this.#closeDataVersion = null;
+    this.#dataVersion = null;
   }
 
   async #handle(): Promise<Deno.Kv> {
