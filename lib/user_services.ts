@@ -6,7 +6,8 @@
  * 1. the user record changes in one transaction (the record is the source of truth) and, when DND
  *    or a forward actually changed, one `UserConfigUpdate` is published (decisions §7) in the same
  *    atomic operation: the change and its event are durable together, or not at all, and a
- *    change costs one commit;
+ *    change costs one commit, shared with other users' changes committing at the same time
+ *    (`lib/store/shared_commit.ts`);
  * 2. the platform is told (`userServicesChanged`), even when nothing changed: the call is
  *    idempotent, so a client retrying after a failed step 2 brings the platform back in line.
  */
@@ -213,7 +214,7 @@ async function changeUserNow(
     if (changed) tx.put(users, user);
     if (staged) tx.also(staged.add);
     return { user, changed, staged };
-  });
+  }, { shareCommit: true }); // users changed at once share commits
   if (!result) return null;
   const { user, changed, staged } = result;
   if (staged) deps.events.committed(staged);

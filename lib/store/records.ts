@@ -7,6 +7,7 @@
  * what it wrote once it committed, so an import becomes visible at once, to every reader.
  */
 import { StoreBusy, Unreachable } from "../errors.ts";
+import { commitShared } from "./shared_commit.ts";
 import { batchedRead, sharedRead } from "./shared_read.ts";
 import { raceBackoff, type Store } from "./store.ts";
 
@@ -423,6 +424,17 @@ interface Write {
   value: { id: IndexValue } | null;
 }
 
+type Build = (op: Deno.AtomicOperation) => Deno.AtomicOperation;
+
+export interface TransactionOptions {
+  /**
+   * Commit with the transactions of other callers committing at the same time, as one atomic
+   * operation when they touch different keys (`lib/store/shared_commit.ts`): for many small
+   * writes at once, such as users' DND changes. Only `check`, `set` and `delete` in `also`.
+   */
+  shareCommit?: boolean;
+}
+
 /**
  * One optimistic transaction: every read is checked at commit, so the writes apply only if
  * nothing read has changed meanwhile. Index keys follow the records written. Reads see what
@@ -439,7 +451,7 @@ export class Transaction {
   readonly #extras: ((op: Deno.AtomicOperation) => void)[] = [];
   #hidden: ReadonlySet<string> | null = null;
 
-  constructor(readonly store: Store) {}
+  constructor(readonly store: Store, readonly options: TransactionOptions = {}) {}
 
   async get<T extends { id: IndexValue }>(
     collection: Collection<T>,
@@ -561,7 +573,10 @@ export class Transaction {
     // a value one record gives up and another takes in the same transaction just changes hands
     const handedOver = new Set(removed.map(keyText).filter((key) => addedKeys.has(key)));
     noteLocalWrite();
-    const result = await this.store.commit((op) => {
+    const commit = this.options.shareCommit
+      ? commitShared
+      : (store: Store, build: Build) => store.commit(build);
+    const result = await commit(this.store, (op) => {
       for (const read of this.#reads.values()) {
         if (!addedKeys.has(keyText(read.key))) {
           op.check({ key: read.key, versionstamp: read.versionstamp });
@@ -606,11 +621,15 @@ export class Transaction {
  *   if (line) tx.put(lines, { ...line, position: 2 });
  * });
  */
-export async function transact<R>(store: Store, fn: (tx: Transaction) => Promise<R>): Promise<R> {
+export async function transact<R>(
+  store: Store,
+  fn: (tx: Transaction) => Promise<R>,
+  options: TransactionOptions = {},
+): Promise<R> {
   const deadline = Date.now() + HELD_WAIT_MS;
   let waited = 0;
   for (let attempt = 0; attempt < 50;) {
-    const tx = new Transaction(store);
+    const tx = new Transaction(store, options);
     const result = await fn(tx);
     try {
       if (await tx.commit()) return result;

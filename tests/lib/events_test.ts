@@ -8,6 +8,7 @@ import {
   EventExport,
   GIVE_UP_AFTER_MS,
   LEASE_MS,
+  POST_TIMEOUT_MS,
   RETRY_DELAYS_MS,
 } from "../../lib/events/export.ts";
 import {
@@ -607,4 +608,57 @@ Deno.test("staged events are durable with the operation that carries them, or no
     assert.equal((await events.deliveries()).pending, 1);
     assert.ok(kept.entries[0]!.id > lost.entries[0]!.id, "a new id for each attempt");
   });
+});
+
+Deno.test("a receiver that never answers: the post ends after the timeout, no timer left", async () => {
+  // (real time: the post is real I/O; the test's sanitizers check that no timer is left behind)
+  const release = Promise.withResolvers<void>();
+  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async () => {
+    await release.promise;
+    return new Response(null, { status: 200 });
+  });
+  const ctx = await setup({
+    SVC_EVENT_URL: `http://127.0.0.1:${server.addr.port}/pbx/1.0/event/example/dropbox/`,
+  });
+  try {
+    const { events } = ctx.services;
+    await events.publish(phoneEvents("alice", 1));
+    const report = await events.deliverDue();
+    assert.deepEqual(report, { delivered: 0, failed: 1, deadLettered: 0 });
+    const deliveries = await events.deliveries();
+    assert.equal(deliveries.pending, 1);
+    assert.match(
+      deliveries.lastError?.message ?? "",
+      new RegExp(`no answer within ${POST_TIMEOUT_MS / 1000} s$`),
+    );
+  } finally {
+    release.resolve();
+    await ctx.services.events.close();
+    await server.shutdown();
+  }
+});
+
+Deno.test("an event published while a pass posts goes out with that pass's loop", async () => {
+  let ctx: TestContext | undefined;
+  const published: Promise<void>[] = [];
+  const target = receiver({ now: () => ctx?.clock.now() ?? 0 }, (_post, nth) => {
+    // the first post publishes one more event while the pass runs
+    if (nth === 1) published.push(ctx!.services.events.publish(phoneEvents("bob", 1)));
+    return 200;
+  });
+  try {
+    ctx = await setup({ SVC_EVENT_URL: target.url });
+    const { events } = ctx.services;
+    events.start();
+    await ctx.clock.advance(0);
+    await events.publish(phoneEvents("alice", 1));
+    await ctx.clock.advance(0);
+    await Promise.all(published);
+    await ctx.clock.advance(0);
+    assert.deepEqual(target.events().map((event) => event.username), ["alice", "bob"]);
+    assert.equal((await events.deliveries()).pending, 0);
+  } finally {
+    await ctx?.services.events.close();
+    await target.close();
+  }
 });
