@@ -11,7 +11,7 @@ import {
   type SipEndpointRecord,
 } from "./endpoints.ts";
 import { type ExtensionRecord, extensions } from "./extensions.ts";
-import { Collection, randomText, type Transaction } from "./records.ts";
+import { Collection, randomBytes, randomText, type Transaction } from "./records.ts";
 import type { Store } from "./store.ts";
 import { type UserRecord, users } from "./users.ts";
 
@@ -55,8 +55,8 @@ export const newLineName = () => randomText(8);
 
 /** A new provisioning code: 6 digits, not starting with 0. */
 export function newProvisioningCode(): string {
-  const [random] = crypto.getRandomValues(new Uint32Array(1));
-  return String(100000 + random! % 900000);
+  const [a, b, c, d] = randomBytes(4);
+  return String(100000 + ((a! | b! << 8 | c! << 16 | d! << 24) >>> 0) % 900000);
 }
 
 /** The longest caller id name a line takes (`/1.1/lines` accepts no longer). */

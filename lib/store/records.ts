@@ -646,10 +646,29 @@ export async function transact<R>(
 
 const LOWER_ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789";
 
+/** Random bytes not handed out yet, and where the next begin. */
+let randomPool = new Uint8Array(0);
+let randomAt = 0;
+
+/**
+ * `count` random bytes (at most 65,536), drawn from the system's generator 64 KiB at a time: one
+ * `getRandomValues` per generated value was a third of the time an import spent building 5,000
+ * users' records.
+ */
+export function randomBytes(count: number): Uint8Array {
+  if (randomAt + count > randomPool.length) {
+    randomPool = crypto.getRandomValues(new Uint8Array(65_536));
+    randomAt = 0;
+  }
+  randomAt += count;
+  return randomPool.subarray(randomAt - count, randomAt);
+}
+
 /** `length` random characters of `alphabet` (lowercase letters and digits by default). */
 export function randomText(length: number, alphabet = LOWER_ALNUM): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(length));
-  return Array.from(bytes, (byte) => alphabet[byte % alphabet.length]).join("");
+  let text = "";
+  for (const byte of randomBytes(length)) text += alphabet[byte % alphabet.length];
+  return text;
 }
 
 /**

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { parseCsv } from "../../../lib/csv.ts";
+import { sipEndpoints } from "../../../lib/store/endpoints.ts";
+import { lines } from "../../../lib/store/lines.ts";
 import {
   type Confd,
   confd,
@@ -438,4 +440,27 @@ Deno.test("GET /1.1/users?view=summary shows each user's main line", async () =>
   assert.deepEqual((await api.list("/users?view=summary&search=1001", "firstname")).values, [
     "Alice",
   ]);
+});
+
+Deno.test("POST /1.1/users/import draws line names, provisioning codes and SIP credentials of the usual forms, all different", async () => {
+  const { ctx, api } = await setupConfd();
+  const rows = Array.from({ length: 300 }, (_, n) => `User,${n},sip,default,${1000 + n}`);
+  const csv = ["firstname,lastname,line_protocol,context,exten", ...rows].join("\n");
+  assert.equal((await csvRequest(api, "POST", csv)).status, 201);
+  const { store } = ctx.services;
+  const allLines = await lines.all(store);
+  const sips = await sipEndpoints.all(store);
+  assert.equal(allLines.length, 300);
+  assert.equal(sips.length, 300);
+  for (const line of allLines) {
+    assert.match(line.name, /^[a-z0-9]{8}$/);
+    assert.match(line.provisioning_code, /^[1-9]\d{5}$/);
+  }
+  for (const sip of sips) {
+    assert.match(sip.username, /^[a-z0-9]{8}$/);
+    assert.match(sip.secret, /^[a-z0-9]{8}$/);
+  }
+  assert.equal(new Set(allLines.map((line) => line.name)).size, 300);
+  assert.equal(new Set(allLines.map((line) => line.provisioning_code)).size, 300);
+  assert.equal(new Set(sips.map((sip) => sip.username)).size, 300);
 });
