@@ -158,7 +158,10 @@ export async function startSvcProcess(
   const port = freePort();
   const svc = `http://127.0.0.1:${port}`;
   const inspect = inspector ? [`--inspect=127.0.0.1:${inspector}`] : [];
-  const server = startDeno(stack, args ?? ["run", "--allow-all", ...inspect, "main.ts"], {
+  // V8's `gc` as `deno task start` and deploy/svc.service give it: the collection once idle
+  // (lib/idle_gc.ts) is part of what the server's memory is
+  const run = ["run", "--allow-all", "--v8-flags=--expose-gc", ...inspect, "main.ts"];
+  const server = startDeno(stack, args ?? run, {
     SVC_PORT: `${port}`,
     SVC_HOSTNAME: "127.0.0.1",
     SVC_LOG_LEVEL: "warn",

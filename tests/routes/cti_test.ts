@@ -485,3 +485,55 @@ Deno.test("the DND route's events reach the socket (REST and socket are one path
     await f.close();
   }
 });
+
+Deno.test("sockets opening together are each greeted in full; one opening later reads the contacts again", async () => {
+  const f = await fixture({ SVC_CTI_MAX_PER_USER: "20" });
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    await userWithLine(f.api, "bob", "1002");
+    const contact = (number: string) => ({
+      company: "",
+      email: "",
+      fax: "",
+      firstname: "Contact",
+      lastname: number,
+      mobile: "",
+      number,
+    });
+    await createContact(f.ctx.services.store, alice.id, contact("1002"), false, 100);
+    const [aliceToken, bobToken] = [
+      await login(f.ctx, "login", "alice"),
+      await login(f.ctx, "login", "bob"),
+    ];
+    const tokens = [...Array(12).fill(aliceToken), ...Array(4).fill(bobToken)];
+    const clients = await Promise.all(tokens.map((token) => f.open(token)));
+    // a message is run once the greeting is sent: what came before the Pong is the whole greeting
+    // (a socket opening while another's first statuses go out gets those too, as changes)
+    const greetings = await Promise.all(clients.map(async (client) => {
+      client.send({ claz: "ping" });
+      await client.type("Pong");
+      return client.messages.slice(0, -1).map((message) => message.msgType);
+    }));
+    for (const [i, greeting] of greetings.entries()) {
+      const statuses = i < 12
+        ? ["PhoneHintStatusEvent", "PhoneStatusUpdate"]
+        : ["PhoneStatusUpdate"];
+      assert.deepEqual(greeting.slice(0, 2), ["LoggedOn", "UserConfigUpdate"], `socket ${i}`);
+      assert.deepEqual([...new Set(greeting.slice(2))].sort(), statuses, `socket ${i}`);
+    }
+    assert.equal(f.ctx.services.cti.count("alice"), 12);
+    // a socket opening later reads the contacts again: its greeting has the new one, and the
+    // other sockets of the user get its status as a change
+    await createContact(f.ctx.services.store, alice.id, contact("1003"), false, 100);
+    const late = await f.open(aliceToken);
+    const hint = (message: { msgType: string; ctiMessage: Record<string, unknown> }) =>
+      message.msgType === "PhoneHintStatusEvent" && message.ctiMessage.number === "1003";
+    assert.deepEqual((await late.next(hint, "the new contact's status")).ctiMessage, {
+      number: "1003",
+      status: -2,
+    });
+    await clients[0]!.next(hint, "the new contact's status on an older socket");
+  } finally {
+    await f.close();
+  }
+});
