@@ -80,7 +80,7 @@ export function agentListJson(services: CoreServices): Promise<string> {
 function listReader({ store, platform }: CoreServices): () => Promise<string> {
   const readVersions = versionsReader(store);
   const presencesOf = (agentList: readonly AgentRecord[]) =>
-    Promise.all(agentList.map((agent) => platform.agentPresence(agent.id)));
+    platform.agentPresences(agentList.map((agent) => agent.id));
   let kept: Sources | null = null;
   /** The store's change mark taken before `kept`'s versions were read. */
   let keptMark: number | null = null;

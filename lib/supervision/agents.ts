@@ -82,7 +82,7 @@ export async function agentsLive(
 ): Promise<Map<number, AgentLive>> {
   const { platform, store } = services;
   const [presences, calls, knownMarks, lineOf] = await Promise.all([
-    Promise.all(agentList.map((agent) => platform.agentPresence(agent.id))),
+    platform.agentPresences(agentList.map((agent) => agent.id)),
     platform.liveCalls(),
     marks ?? agentMarks(store),
     extensionLines(store),

@@ -453,6 +453,10 @@ export class AsteriskPlatform implements Platform {
     return Promise.resolve(this.#agents.presence(agentId));
   }
 
+  agentPresences(agentIds: readonly number[]): Promise<AgentPresence[]> {
+    return Promise.resolve(agentIds.map((agentId) => this.#agents.presence(agentId)));
+  }
+
   queueCalls(): Promise<WaitingCall[]> {
     return Promise.resolve(this.#calls.waitingCalls());
   }

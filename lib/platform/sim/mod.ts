@@ -322,6 +322,10 @@ export class SimPlatform implements Platform {
     return Promise.resolve(presence(this.#sim.agents, agentId));
   }
 
+  agentPresences(agentIds: readonly number[]): Promise<AgentPresence[]> {
+    return Promise.resolve(agentIds.map((agentId) => presence(this.#sim.agents, agentId)));
+  }
+
   queueCalls(): Promise<WaitingCall[]> {
     return Promise.resolve(waitingCalls(this.#sim));
   }

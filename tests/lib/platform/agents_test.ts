@@ -50,6 +50,11 @@ Deno.test("login, pause, unpause, logout: events and presence", async () => {
     sinceMs: loginMs,
     loggedSinceMs: loginMs,
   });
+  // the whole list's presences are each agent's, in the order asked (an unknown id logged out)
+  assert.deepEqual(await t.sim.agentPresences([99_999, agent.id]), [
+    await t.sim.agentPresence(99_999),
+    await t.sim.agentPresence(agent.id),
+  ]);
   await t.advance(5000);
   await t.sim.agentPause(agent.id, "lunch");
   assert.deepEqual(await t.sim.agentPresence(agent.id), {

@@ -215,6 +215,11 @@ Deno.test("Asterisk restarted mid-way: reconnected, agents added back, calls end
       sinceMs: a.ctx.clock.now(),
       loggedSinceMs: a.ctx.clock.now(),
     });
+    // the whole list's presences are each agent's, in the order asked (an unknown id logged out)
+    assert.deepEqual(await platform.agentPresences([99_999, w.agent.id]), [
+      await platform.agentPresence(99_999),
+      await platform.agentPresence(w.agent.id),
+    ]);
     // the dial never rang alice's phone: it failed with the restart, without history
     const phone = events.filter((event) => event.kind === "phone");
     assert.deepEqual(
