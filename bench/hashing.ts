@@ -22,6 +22,7 @@
  *
  * Run alone with `deno run -A bench/hashing.ts [--json]`; `deno task bench` runs it too.
  */
+import { buildUser } from "../lib/store/users.ts";
 import { BenchError, callSvc, pause, startSvcProcess } from "./processes.ts";
 import { median, printRows, type Row, withRatio } from "./rows.ts";
 
@@ -177,35 +178,12 @@ async function importWithoutPasswords(): Promise<number> {
 }
 
 /** The records one row of that import creates (user, SIP line, endpoint, extension), as svc builds them. */
-function rowRecords(n: number) {
+async function rowRecords(n: number) {
   const text = () => crypto.randomUUID().slice(0, 8);
-  const off = { enabled: false, destination: null };
+  // the user as svc builds it (decisions §10's defaults), with its line
   const user = {
-    id: n,
-    uuid: crypto.randomUUID(),
-    lastname: `${n}`,
-    email: null,
-    username: null,
-    outgoing_caller_id: null,
-    mobile_phone_number: null,
-    language: null,
-    timezone: null,
-    description: null,
-    userfield: null,
-    line_type: null,
-    enabled: true,
-    call_permission_password: null,
-    supervision_enabled: false,
-    call_tranfer_enabled: true,
-    ring_seconds: 30,
-    simultaneous_calls: 5,
+    ...await buildUser(n, { firstname: "User", lastname: `${n}` }),
     line_ids: [n],
-    voicemail_id: null,
-    callpermission_ids: [],
-    entity_id: null,
-    services: { dnd: { enabled: false }, incallfilter: { enabled: false } },
-    forwards: { busy: { ...off }, noanswer: { ...off }, unconditional: { ...off } },
-    firstname: "User",
     caller_id: `"User ${n}"`,
     password_hash: null,
   };
@@ -281,7 +259,7 @@ async function bareKvWrite(rows: number, { flat = false } = {}): Promise<number>
           indexes: ["users_by_uuid", "lines_by_name", "lines_by_code", "sip_by_name", "ext"]
             .map((index) => [[index, `${index}-${n}`], ["users", n]] as [Deno.KvKey, Deno.KvKey]),
         }
-        : rowRecords(n);
+        : await rowRecords(n);
       const rowChecks = flat ? 0 : indexes.length;
       if (mutations + records.length + indexes.length > 900 || checks + rowChecks > 100) {
         if (!(await op.commit()).ok) throw new BenchError("bare write: an index key was taken");

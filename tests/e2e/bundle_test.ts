@@ -13,6 +13,7 @@ import { SWAGGER_UI_FILES } from "../../routes/docs_assets.ts";
 import { SUPERVISION_FILES } from "../../web/supervision/assets.ts";
 import { parseExposition, valueOf } from "../prometheus.ts";
 import { repoRoot, runServerToExit, startServer, withTempDir } from "./server.ts";
+import { login } from "./svc_http.ts";
 
 /** Runs the bundle at `file` without the repository's deno.json. */
 const bundleArgs = (file: string) => [
@@ -96,13 +97,7 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
         const yaml = await fetch(`${server.baseUrl}/1.1/api/api.yml`);
         assert.equal(yaml.status, 200);
         assert.match(await yaml.text(), /^openapi: 3\.1\.0\n/);
-        const login = await fetch(`${server.baseUrl}/svc/api/2.0/auth/webservice`, {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify(admin),
-        });
-        assert.equal(login.status, 200);
-        const { token } = await login.json();
+        const token = await login(server, "webservice", admin.login, admin.password);
         const imported = await fetch(`${server.baseUrl}/1.1/users/import`, {
           method: "POST",
           headers: { Authorization: `Bearer ${token}`, "Content-Type": "text/csv" },

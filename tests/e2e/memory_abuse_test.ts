@@ -11,6 +11,7 @@
 import assert from "node:assert/strict";
 import { burst, everyRoute, listenerPid, rssBytes, warmUp } from "./abuse.ts";
 import { startServer, withTempDir } from "./server.ts";
+import { login } from "./svc_http.ts";
 
 /** The malformed requests sent, as many as the issue says. */
 const REQUESTS = 10_000;
@@ -39,13 +40,7 @@ Deno.test({
       // the server, not the task runner that started it: the process holding the port
       const pid = await listenerPid(server.port);
       try {
-        const login = await fetch(`${server.baseUrl}/svc/api/2.0/auth/webservice`, {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify(admin),
-        });
-        assert.equal(login.status, 200);
-        const { token } = await login.json();
+        const token = await login(server, "webservice", admin.login, admin.password);
         await warmUp(server.port, routes, token, admin);
         await sleep(3_000); // idle: the server's collection after 1 s has run
         const start = await rssBytes(pid);
