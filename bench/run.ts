@@ -45,6 +45,7 @@
  * Add a scenario by appending to `scenarios`: a name, its share of the bare answer if it has a
  * target, and a function answering what wrk requests.
  * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
+ * BENCH_SCENARIOS (words of the scenarios to run, e.g. `history,contact`: see `chosenScenarios`),
  * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
  */
 import {
@@ -1177,6 +1178,19 @@ function printSockets(): void {
 }
 
 /**
+ * The scenarios whose name holds one of the words of `BENCH_SCENARIOS` (comma-separated), the
+ * hello world always; all when it is unset. A scenario's setup may need an earlier one's (`/agents`
+ * logs in on the users the users page imported).
+ */
+function chosenScenarios(): Scenario[] {
+  const words = Deno.env.get("BENCH_SCENARIOS")?.split(",").filter(Boolean) ?? [];
+  if (!words.length) return scenarios;
+  return scenarios.filter((scenario) =>
+    scenario.hello || words.some((word) => scenario.name.includes(word))
+  );
+}
+
+/**
  * The parts of the bench, in the order they run; `deno task bench <part>…` runs only those, and
  * `--json` prints the figures as one JSON object at the end.
  */
@@ -1220,7 +1234,7 @@ async function main(): Promise<void> {
     console.log(
       `wrk -t${threads} -c${connections} -d${seconds}s --latency on 127.0.0.1; SVC_KV=${kv}`,
     );
-    for (const scenario of scenarios) {
+    for (const scenario of chosenScenarios()) {
       const target = await scenario.setup(servers);
       const bytes = await probe(target);
       // just before the route, the bare JSON answer of as many bytes

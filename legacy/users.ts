@@ -26,7 +26,7 @@ import { DAYS, entriesOfDays, lastEntriesJson, queryInteger, SIZE } from "../lib
 import { type AppEnv, bodyObject, readBody, readJson, required } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { findUserByUsername, type ForwardKind } from "../lib/store/users.ts";
-import { both, connect, connectedUser, pathUsername } from "./common.ts";
+import { both, connect, connectedUser, connectedUserId, pathUsername } from "./common.ts";
 import { legacyIdempotent } from "./idempotency.ts";
 
 const connectSchema = bodyObject({ password: z.string(required("a string")) });
@@ -54,7 +54,7 @@ export function userRoutes(services: Services): Hono<AppEnv> {
         { login, password },
         (username) => findUserByUsername(services.store, username),
       );
-      await connect(services, user);
+      await connect(services, user.id);
       return c.json(SUCCESS);
     })
     .on("POST", both("/dnd/:domain/:username"), legacyIdempotent(services), async (c) => {
@@ -69,9 +69,9 @@ export function userRoutes(services: Services): Hono<AppEnv> {
       }
       const days = c.req.query("days") === undefined ? null : queryInteger(c, DAYS);
       const size = queryInteger(c, SIZE);
-      const user = await connectedUser(services, pathUsername(c));
-      if (days !== null) return c.json(await entriesOfDays(services, user, days));
-      const entries = await lastEntriesJson(services, user, size);
+      const userId = await connectedUserId(services, pathUsername(c));
+      if (days !== null) return c.json(await entriesOfDays(services, userId, days));
+      const entries = await lastEntriesJson(services, userId, size);
       return c.body(entries, 200, { "Content-Type": "application/json" });
     });
   for (const [method, kind] of Object.entries(FORWARD_METHODS)) {

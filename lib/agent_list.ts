@@ -7,7 +7,8 @@
  * extensions, lines and endpoints that give a logged agent's `state_interface`) tells whether any
  * of it changed, by any process sharing the store; only then are those lists read again (each kept
  * by its collection while its version key stays) and indexed. The presences come from the platform
- * (in memory). The text is built again only when the lists or a presence changed. Requests asking
+ * (in memory), not even asked while the platform's `agentPresenceVersion` is the one they were
+ * read at. The text is built again only when the lists or a presence changed. Requests asking
  * while a read runs share the next one, begun after they asked (`lib/store/shared_read.ts`), so a
  * change made before a request shows in its answer. The version keys themselves are not read
  * while the store's change mark (`Store.changeMark`) is the one taken before they last were.
@@ -57,6 +58,8 @@ interface Sources {
 interface Answer {
   sources: Sources;
   presences: AgentPresence[];
+  /** The platform's `agentPresenceVersion` when `presences` were read. */
+  presenceVersion: number | null;
   text: string;
 }
 
@@ -98,8 +101,15 @@ function listReader({ store, platform }: CoreServices): () => Promise<string> {
     // meanwhile is read again next time
     if (kept?.versions !== versions) kept = sources(versions, await allOf(store, COLLECTIONS));
     const current = kept;
+    // read with the presences, in the same turn: no presence changed while it reads the same
+    const presenceVersion = platform.agentPresenceVersion();
+    if (
+      answered?.sources === current && presenceVersion !== null &&
+      answered.presenceVersion === presenceVersion
+    ) return answered.text;
     const presences = await presencesOf(current.agentList);
     if (answered?.sources === current && samePresences(answered.presences, presences)) {
+      answered.presenceVersion = presenceVersion;
       return answered.text;
     }
     const statuses = current.agentList.map((agent, i) => {
@@ -113,7 +123,7 @@ function listReader({ store, platform }: CoreServices): () => Promise<string> {
         stateInterface,
       });
     });
-    answered = { sources: current, presences, text: JSON.stringify(statuses) };
+    answered = { sources: current, presences, presenceVersion, text: JSON.stringify(statuses) };
     return answered.text;
   };
 }

@@ -8,7 +8,12 @@ import { ApiError, PlatformUnavailable } from "./errors.ts";
 import type { BodyCodes } from "./http.ts";
 import type { Platform } from "./platform/port.ts";
 import type { Store } from "./store/store.ts";
-import { findUserByUsername, type ForwardKind, type UserRecord } from "./store/users.ts";
+import {
+  findUserByUsername,
+  findUserIdByUsername,
+  type ForwardKind,
+  type UserRecord,
+} from "./store/users.ts";
 import {
   type ForwardChange,
   InvalidUserServices,
@@ -35,6 +40,13 @@ export async function pathUser(store: Store, username: string): Promise<UserReco
   const user = await findUserByUsername(store, username);
   if (!user) throw userNotFound(username);
   return user;
+}
+
+/** {@link pathUser}'s id, for the routes that need no more (read only when something changed). */
+export async function pathUserId(store: Store, username: string): Promise<number> {
+  const id = await findUserIdByUsername(store, username);
+  if (id === null) throw userNotFound(username);
+  return id;
 }
 
 export const userNotFound = (username: string) =>

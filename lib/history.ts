@@ -17,7 +17,6 @@ import type { Context } from "hono";
 import { ApiError } from "./errors.ts";
 import type { Services } from "./services.ts";
 import { type CallRecord, callsSince, lastCalls } from "./store/call_history.ts";
-import type { UserRecord } from "./store/users.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -100,19 +99,19 @@ const entriesTexts = new WeakMap<
 >();
 
 /**
- * The JSON text of the user's last `size` calls as entries, newest first, inside what `wrap`
- * makes of it (a route's answer around the entries): made once per list `lastCalls` keeps, so a
- * client polling its history costs no formatting, and the same text each time (a text built
- * anew, even by one concatenation, costs Deno's server a copy of the body on each answer).
+ * The JSON text of the last `size` calls of the user `userId` as entries, newest first, inside
+ * what `wrap` makes of it (a route's answer around the entries): made once per list `lastCalls`
+ * keeps, so a client polling its history costs no formatting, and the same text each time (a text
+ * built anew, even by one concatenation, costs Deno's server a copy of the body on each answer).
  * `wrap` must be one function per route (the texts are kept by it).
  */
 export async function lastEntriesJson(
   { store }: Services,
-  user: UserRecord,
+  userId: number,
   size: number,
   wrap?: (entries: string) => string,
 ): Promise<string> {
-  const records = await lastCalls(store, user.id, size);
+  const records = await lastCalls(store, userId, size);
   let texts = entriesTexts.get(records);
   if (!texts) entriesTexts.set(records, texts = new Map());
   let text = texts.get(wrap);
@@ -124,11 +123,11 @@ export async function lastEntriesJson(
   return text;
 }
 
-/** The user's calls that started in the last `days` × 24 hours, newest first. */
+/** The calls of the user `userId` that started in the last `days` × 24 hours, newest first. */
 export async function entriesOfDays(
   { store, clock }: Services,
-  user: UserRecord,
+  userId: number,
   days: number,
 ): Promise<HistoryEntry[]> {
-  return (await callsSince(store, user.id, clock.now() - days * DAY_MS)).map(historyEntry);
+  return (await callsSince(store, userId, clock.now() - days * DAY_MS)).map(historyEntry);
 }

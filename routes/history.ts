@@ -15,7 +15,7 @@ import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
-import { pathUser } from "../lib/control.ts";
+import { pathUserId } from "../lib/control.ts";
 import {
   DAYS,
   entriesOfDays,
@@ -53,8 +53,8 @@ export function historyRoutes(services: Services): Hono<AppEnv> {
         errors: bad,
       }, async (c) => {
         const days = queryInteger(c, DAYS);
-        const user = await pathUser(store, c.req.param("username") ?? "");
-        return c.json(answer(await entriesOfDays(services, user, days)));
+        const userId = await pathUserId(store, c.req.param("username") ?? "");
+        return c.json(answer(await entriesOfDays(services, userId, days)));
       }),
     )
     .get(
@@ -67,8 +67,8 @@ export function historyRoutes(services: Services): Hono<AppEnv> {
         errors: bad,
       }, async (c) => {
         const size = queryInteger(c, SIZE);
-        const user = await pathUser(store, c.req.param("username") ?? "");
-        return c.body(await lastEntriesJson(services, user, size, successBody), 200, JSON_TYPE);
+        const userId = await pathUserId(store, c.req.param("username") ?? "");
+        return c.body(await lastEntriesJson(services, userId, size, successBody), 200, JSON_TYPE);
       }),
     );
 }

@@ -255,6 +255,12 @@ export interface Platform extends CallControl {
    * moment, in one promise (a list of 500 agents costs no 500 promises).
    */
   agentPresences(agentIds: readonly number[]): Promise<AgentPresence[]>;
+  /**
+   * A number that changes whenever any agent's presence may change: while it reads the same,
+   * `agentPresences` answers what it answered when it was read, so a caller may keep that answer
+   * (`GET /agents`). Null when the adapter cannot tell now (then ask `agentPresences`).
+   */
+  agentPresenceVersion(): number | null;
   /** The calls waiting in the queues now, each queue's in order. */
   queueCalls(): Promise<WaitingCall[]>;
   /** The status of each number (decisions §3); numbers that are no extension answer -2. */

@@ -300,6 +300,31 @@ export class Collection<T extends { id: IndexValue }> {
   readonly #owners = new Map<string, Deno.KvKey>();
 
   /**
+   * The id of the record {@link findBy} finds, or null. The id found last for a value is answered
+   * again without reading while the store's change mark (`Store.changeMark`) is the one taken
+   * before it was found: nothing was committed since, by any process. For routes that need only
+   * the id (a history): an id, unlike a record, is no object callers could share and change.
+   */
+  async findIdBy(
+    store: Store,
+    field: string,
+    value: IndexValue | IndexValue[],
+  ): Promise<IndexValue | null> {
+    const text = keyText(this.indexKey(field, value));
+    const mark = store.changeMark();
+    const kept = this.#foundIds.get(text);
+    if (kept && mark !== null && kept.mark === mark && kept.store === store) return kept.id;
+    const record = await this.findBy(store, field, value);
+    if (!record) return null;
+    if (this.#foundIds.size >= KEPT_OWNERS) this.#foundIds.clear();
+    this.#foundIds.set(text, { store, mark, id: record.id });
+    return record.id;
+  }
+
+  /** What {@link findIdBy} found, by index key, and the change mark taken before. */
+  readonly #foundIds = new Map<string, { store: Store; mark: number | null; id: IndexValue }>();
+
+  /**
    * True when `record` holds the value of `indexKey`: an index key a committed bulk write released
    * points at its old owner until the write's last step deletes it.
    */

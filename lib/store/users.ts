@@ -118,6 +118,9 @@ export async function createUser(store: Store, input: NewUser): Promise<UserReco
 export const getUser = (store: Store, id: number) => users.get(store, id);
 export const findUserByUsername = (store: Store, username: string) =>
   users.findBy(store, "username", username);
+/** The id of the user `username` (kept while nothing is committed: `Collection.findIdBy`). */
+export const findUserIdByUsername = (store: Store, username: string) =>
+  users.findIdBy(store, "username", username) as Promise<number | null>;
 export const findUserByUuid = (store: Store, uuid: string) => users.findBy(store, "uuid", uuid);
 
 /** True when the store holds no user at all (an import not committed yet holds none). */

@@ -2,9 +2,9 @@
  * `deno task bundle` gives one self-contained file that serves: the bundle runs without the
  * repository's deno.json (`--no-config`) and answers `GET /health`; copied out of the repository,
  * it still tells the revision it was built from (`GET /version`) and serves `GET /metrics`
- * (prom-client bundled in). `tools/finish_bundle.ts` left it in ASCII, without `node:module`, its docs files gzipped,
- * and the code only `import()` reaches (the YAML writer, the CSV parser, single sign-on) as text
- * until its first use, where it serves as from the sources.
+ * (prom-client bundled in). `tools/finish_bundle.ts` left it in ASCII, without `node:module`, its
+ * docs files gzipped, and the code only `import()` reaches (the YAML writer, the CSV parser, single
+ * sign-on, the Asterisk adapter) as text until its first use, where it serves as from the sources.
  */
 import assert from "node:assert/strict";
 import denoJson from "../../deno.json" with { type: "json" };
@@ -13,7 +13,8 @@ import { SWAGGER_UI_FILES } from "../../routes/docs_assets.ts";
 import { SUPERVISION_FILES } from "../../web/supervision/assets.ts";
 import { parseExposition, valueOf } from "../prometheus.ts";
 import { repoRoot, runServerToExit, startServer, withTempDir } from "./server.ts";
-import { login } from "./svc_http.ts";
+import { startAmiReplay } from "../peers/ami_replay.ts";
+import { login, until } from "./svc_http.ts";
 
 /** Runs the bundle at `file` without the repository's deno.json. */
 const bundleArgs = (file: string) => [
@@ -118,6 +119,38 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
       }
     },
   );
+
+  await t.step("the Asterisk adapter, text until configured: ready on the AMI replay", async () => {
+    const text = await Deno.readTextFile(bundle);
+    // the bundler's wrapper of the adapter's module: in the text, its quotes escaped
+    const wrapper = '"lib/platform/asterisk/mod.ts"() {';
+    assert.ok(!text.includes(`\n  ${wrapper}`), "the adapter is code");
+    assert.ok(text.includes(wrapper.replaceAll('"', '\\"')), "the adapter is not in the text");
+    const replay = await startAmiReplay({ connections: ["02-dial-answered"] });
+    try {
+      await withTempDir(async (dir) => {
+        const server = await startServer({
+          SVC_KV: ":memory:",
+          SVC_PLATFORM: "asterisk",
+          SVC_AMI_PORT: String(replay.port),
+          SVC_AMI_USERNAME: "admin",
+          SVC_AMI_SECRET: "admin",
+          SVC_ASTERISK_CONFIG_DIR: dir,
+        }, { args: bundleArgs("dist/svc.js") });
+        try {
+          const ready = async () => {
+            const response = await fetch(`${server.baseUrl}/ready`);
+            return (await response.json()).status === "ready";
+          };
+          await until(ready, 5_000, "ready on the replayed AMI session");
+        } finally {
+          await server.stop();
+        }
+      });
+    } finally {
+      await replay.close();
+    }
+  });
 
   await t.step("copied out of the repository: GET /version and GET /metrics", async () => {
     const git = await new Deno.Command("git", {

@@ -101,8 +101,17 @@ export class AgentBook {
   readonly #agents = new Map<number, AgentState>();
   /** Commands waiting for the PBX's event (see {@link AgentBook.#confirmed}). */
   readonly #waiters = new Set<{ test: () => boolean; done: (seen: boolean) => void }>();
+  #version = 0;
 
   constructor(private readonly ctx: AgentsContext) {}
+
+  /**
+   * Bumped after every change of what a presence shows (`#loggedIn`, `#loggedOut`, `#paused`,
+   * `#event`, a new agent's state): the platform's `agentPresenceVersion`.
+   */
+  get version(): number {
+    return this.#version;
+  }
 
   presence(agentId: number): AgentPresence {
     return presenceOf(agentId, this.#agents.get(agentId));
@@ -347,6 +356,7 @@ export class AgentBook {
         wrapup: null,
       };
       this.#agents.set(agentId, agent);
+      this.#version++;
     }
     return agent;
   }
@@ -455,6 +465,7 @@ export class AgentBook {
       legs: new Set(),
       loggedSinceMs: this.ctx.clock.now(),
     });
+    this.#version++;
     this.#event(agent, paused ? "AgentOnPause" : "AgentReady");
   }
 
@@ -473,6 +484,7 @@ export class AgentBook {
       context: null,
       loggedSinceMs: null,
     });
+    this.#version++;
   }
 
   /**
@@ -483,6 +495,7 @@ export class AgentBook {
     const changed = agent.paused !== paused;
     agent.paused = paused;
     agent.pausedReason = reason;
+    this.#version++;
     if (!changed) return;
     if (paused && agent.state === "AgentReady") this.#event(agent, "AgentOnPause");
     if (!paused && agent.state === "AgentOnPause") this.#event(agent, "AgentReady");
@@ -522,6 +535,7 @@ export class AgentBook {
   #event(agent: AgentState, name: AgentStateName): void {
     agent.state = name;
     agent.sinceMs = this.ctx.clock.now();
+    this.#version++;
     this.ctx.emit(agentStateEvent(this.ctx.dir(), agent, name));
   }
 }

@@ -457,6 +457,10 @@ export class AsteriskPlatform implements Platform {
     return Promise.resolve(agentIds.map((agentId) => this.#agents.presence(agentId)));
   }
 
+  agentPresenceVersion(): number {
+    return this.#agents.version;
+  }
+
   queueCalls(): Promise<WaitingCall[]> {
     return Promise.resolve(this.#calls.waitingCalls());
   }

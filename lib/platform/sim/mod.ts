@@ -326,6 +326,14 @@ export class SimPlatform implements Platform {
     return Promise.resolve(agentIds.map((agentId) => presence(this.#sim.agents, agentId)));
   }
 
+  /**
+   * Presences change only in a step: null while one runs (its listeners included), else the
+   * number bumped after each step (`phoneStatusVersion`'s, which a new directory bumps too).
+   */
+  agentPresenceVersion(): number | null {
+    return this.#unsettled > 0 ? null : this.#statusVersion;
+  }
+
   queueCalls(): Promise<WaitingCall[]> {
     return Promise.resolve(waitingCalls(this.#sim));
   }

@@ -5,7 +5,12 @@
  */
 import assert from "node:assert/strict";
 import type { AmiMessage } from "../../../lib/platform/asterisk/ami_message.ts";
-import type { CallStarted, PlatformEvent } from "../../../lib/platform/port.ts";
+import type {
+  AgentPresence,
+  CallStarted,
+  Platform,
+  PlatformEvent,
+} from "../../../lib/platform/port.ts";
 import { setup, type TestContext } from "../../helpers.ts";
 import {
   type AmiReplayOptions,
@@ -40,6 +45,36 @@ export function capture(ctx: TestContext): PlatformEvent[] {
   return events;
 }
 
+/**
+ * Checks `agentPresenceVersion`'s promise whenever called: while it reads as it did at the last
+ * call, the agent's presence is the one read then. Called after each step and with each batch of
+ * events, on both adapters; `versions` counts the distinct versions seen.
+ */
+function presenceVersionWatch(platform: Platform, agentId: number) {
+  let last: { version: number; presence: AgentPresence } | null = null;
+  const versions = new Set<number>();
+  return {
+    versions,
+    async check(when: string): Promise<void> {
+      const version = platform.agentPresenceVersion();
+      const [presence] = await platform.agentPresences([agentId]);
+      if (version === null) return;
+      if (last?.version === version) {
+        assert.deepEqual(presence, last.presence, `${when}: a presence changed, not its version`);
+      }
+      last = { version, presence: presence! };
+      versions.add(version);
+    },
+  };
+}
+
+/** The scenario's agent events, and what the version watch saw of them. */
+function checkVersions(events: PlatformEvent[], watch: ReturnType<typeof presenceVersionWatch>) {
+  if (events.some((event) => event.kind === "agent")) {
+    assert.ok(watch.versions.size > 1, "agent events, and the presence version never changed");
+  }
+}
+
 const isStarted = (value: unknown): value is CallStarted =>
   typeof value === "object" && value !== null && "linkedId" in value;
 
@@ -54,6 +89,8 @@ export async function onSimulator(scenario: Scenario): Promise<Outcome & { w: Wo
     await sim.setPolicy(extension, { policy });
   }
   const events = capture(ctx);
+  const watch = presenceVersionWatch(sim, w.agent.id);
+  sim.onEvents(() => watch.check("an event"));
   const started: CallStarted[] = [];
   const phones = {
     act: (extension: string, action: Parameters<typeof sim.act>[1]) => sim.act(extension, action),
@@ -62,12 +99,16 @@ export async function onSimulator(scenario: Scenario): Promise<Outcome & { w: Wo
     },
     advance: (ms: number) => ctx.clock.advance(ms),
   };
-  for (const step of scenario.steps) {
+  for (const [i, step] of scenario.steps.entries()) {
+    await watch.check(`before step ${i}`);
     const result = await step.command(w);
     if (isStarted(result)) started.push(result);
+    await watch.check(`after step ${i}`);
     await step.phones?.(phones);
+    await watch.check(`after step ${i}'s phones`);
   }
   await sim.close();
+  checkVersions(events, watch);
   return { events, started, w };
 }
 
@@ -88,16 +129,21 @@ export async function onAsterisk(
   const t = await asteriskContext(replay.port);
   try {
     const events = capture(t.ctx);
+    const watch = presenceVersionWatch(t.platform, t.w.agent.id);
+    t.platform.onEvents(() => watch.check("an event"));
     t.platform.start();
     await t.platform.firstSync();
     await replay.waiting();
     const started: CallStarted[] = [];
-    for (const step of scenario.steps) {
+    for (const [i, step] of scenario.steps.entries()) {
+      await watch.check(`before step ${i}`);
       const result = await step.command(t.w);
       if (isStarted(result)) started.push(result);
       await replay.waiting();
       await t.platform.settled();
+      await watch.check(`after step ${i}`);
     }
+    checkVersions(events, watch);
     return { events, started, w: t.w, actions: replay.actions };
   } finally {
     await t.close();
