@@ -24,7 +24,7 @@ export function createLogger(
 ): Logger {
   const log = (at: LogLevel) => (msg: string, fields: Record<string, unknown> = {}) => {
     if (rank[at] < rank[level]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, msg, ...fields }));
+    write(JSON.stringify({ time: isoTime(Date.now()), level: at, msg, ...fields }));
   };
   return {
     debug: log("debug"),
@@ -33,4 +33,34 @@ export function createLogger(
     error: log("error"),
     enabled: (at) => rank[at] >= rank[level],
   };
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * `new Date(ms).toISOString()` for the years 1970 to 9999, by arithmetic: the first call of
+ * `Date.prototype.toISOString` maps a megabyte of Deno's binary (time zone data) that the server
+ * otherwise never touches at start (`bench/README.md`, idle RSS). The civil date of a day number is
+ * Howard Hinnant's `civil_from_days` (eras of 400 years, years starting in March).
+ */
+export function isoTime(ms: number): string {
+  const days = Math.floor(ms / DAY_MS);
+  const inDay = ms - days * DAY_MS;
+  const z = days + 719_468; // days since 0000-03-01
+  const era = Math.floor(z / 146_097);
+  const dayOfEra = z - era * 146_097;
+  const yearOfEra = Math.floor(
+    (dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) -
+      Math.floor(dayOfEra / 146_096)) / 365,
+  );
+  const dayOfYear = dayOfEra -
+    (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const shifted = Math.floor((5 * dayOfYear + 2) / 153); // 0: March … 11: February
+  const day = dayOfYear - Math.floor((153 * shifted + 2) / 5) + 1;
+  const month = shifted < 10 ? shifted + 3 : shifted - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const pad = (value: number, width = 2) => String(value).padStart(width, "0");
+  return `${pad(year, 4)}-${pad(month)}-${pad(day)}T${pad(Math.floor(inDay / 3_600_000))}:` +
+    `${pad(Math.floor(inDay / 60_000) % 60)}:${pad(Math.floor(inDay / 1000) % 60)}.` +
+    `${pad(inDay % 1000, 3)}Z`;
 }
