@@ -30,15 +30,18 @@ export function pathValueProblem(value: string): string | null {
 }
 
 /**
- * Checks every path value of the route answering `c` (decoded, as `c.req.param()` gives them);
+ * Checks every path value of the route answering `c` (decoded, as `c.req.param()` gives them, or
+ * `values` when the caller read them already);
  * throws {@link UnknownPathValue} for the first that can name nothing. The guards call it, so every
  * route behind a token is covered.
  *
  * @example
  * checkPathValues(c); // in a guard, once the token is verified, before the ACL is filled
  */
-export function checkPathValues(c: Context): void {
-  const values = c.req.param() as Record<string, string | undefined>;
+export function checkPathValues(
+  c: Context,
+  values: Record<string, string | undefined> = c.req.param(),
+): void {
   for (const [name, value] of Object.entries(values)) {
     if (value === undefined) continue;
     const problem = pathValueProblem(value);

@@ -10,7 +10,7 @@ import { CtiHub } from "./cti/hub.ts";
 import { platformMessage } from "./events/messages.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import type { AsteriskPlatform } from "./platform/asterisk/mod.ts";
+import { AsteriskPlatform } from "./platform/asterisk/mod.ts";
 import type { Platform } from "./platform/port.ts";
 import { SimPlatform } from "./platform/sim/mod.ts";
 import { recordCallsOnce } from "./store/call_history.ts";
@@ -69,7 +69,7 @@ export async function createServices(
       talkMs: config.simTalkMs,
     })
     : null;
-  const platform = sim ?? await asterisk(config, store, clock, logger);
+  const platform = sim ?? asterisk(config, store, clock, logger);
   connectPlatform(platform, events, store);
   const services: Services = {
     config,
@@ -94,17 +94,11 @@ export async function createServices(
 }
 
 /**
- * The Asterisk adapter of the settings (loadConfig made sure they are all there). Loaded only
- * then: a server on the simulator neither parses nor compiles its 200 KB (the bundle keeps it as
- * text, `tools/finish_bundle.ts`).
+ * The Asterisk adapter of the settings (loadConfig made sure they are all there). Imported with
+ * the rest, not on first use: in the bundle's text it would compile without V8's code cache at
+ * every start on Asterisk (docs/performance.md).
  */
-async function asterisk(
-  config: Config,
-  store: Store,
-  clock: Clock,
-  logger: Logger,
-): Promise<AsteriskPlatform> {
-  const { AsteriskPlatform } = await import("./platform/asterisk/mod.ts");
+function asterisk(config: Config, store: Store, clock: Clock, logger: Logger): AsteriskPlatform {
   return new AsteriskPlatform({
     store,
     clock,

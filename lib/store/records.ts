@@ -305,24 +305,24 @@ export class Collection<T extends { id: IndexValue }> {
    * before it was found: nothing was committed since, by any process. For routes that need only
    * the id (a history): an id, unlike a record, is no object callers could share and change.
    */
-  async findIdBy(
-    store: Store,
-    field: string,
-    value: IndexValue | IndexValue[],
-  ): Promise<IndexValue | null> {
-    const text = keyText(this.indexKey(field, value));
+  async findIdBy(store: Store, field: string, value: IndexValue): Promise<IndexValue | null> {
     const mark = store.changeMark();
-    const kept = this.#foundIds.get(text);
+    let found = this.#foundIds.get(field);
+    if (!found) this.#foundIds.set(field, found = new Map());
+    const kept = found.get(value);
     if (kept && mark !== null && kept.mark === mark && kept.store === store) return kept.id;
     const record = await this.findBy(store, field, value);
     if (!record) return null;
-    if (this.#foundIds.size >= KEPT_OWNERS) this.#foundIds.clear();
-    this.#foundIds.set(text, { store, mark, id: record.id });
+    if (found.size >= KEPT_OWNERS) found.clear();
+    found.set(value, { store, mark, id: record.id });
     return record.id;
   }
 
-  /** What {@link findIdBy} found, by index key, and the change mark taken before. */
-  readonly #foundIds = new Map<string, { store: Store; mark: number | null; id: IndexValue }>();
+  /** What {@link findIdBy} found, by field and value, and the change mark taken before. */
+  readonly #foundIds = new Map<
+    string,
+    Map<IndexValue, { store: Store; mark: number | null; id: IndexValue }>
+  >();
 
   /**
    * True when `record` holds the value of `indexKey`: an index key a committed bulk write released

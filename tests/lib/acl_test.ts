@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { CTI_USER_ACLS, expandAcls, isAllowed } from "../../lib/auth/acl.ts";
+import { fillAcl } from "../../lib/auth/guard.ts";
 
 /** [granted ACLs, required ACL, expected, user id (default "42")] */
 const cases: [string[], string, boolean, string?][] = [
@@ -92,4 +93,18 @@ Deno.test("ACL matcher", async (t) => {
 Deno.test("alias.ctiuser expands to the 23 ACLs of the spec, other ACLs kept in order", () => {
   assert.equal(CTI_USER_ACLS.length, 23);
   assert.deepEqual(expandAcls(["a.b", "alias.ctiuser", "c"]), ["a.b", ...CTI_USER_ACLS, "c"]);
+});
+
+Deno.test("fillAcl: each slot filled from the path values, dots made underscores", () => {
+  assert.equal(fillAcl("svc.rest.dnd.create", {}), "svc.rest.dnd.create");
+  assert.equal(
+    fillAcl("svc.rest.dnd.{username}.create", { username: "a.b" }),
+    "svc.rest.dnd.a_b.create",
+  );
+  assert.equal(
+    fillAcl("{a}.x.{b}", { a: "1", b: "two.words" }),
+    "1.x.two_words",
+    "several slots, at the ends too",
+  );
+  assert.throws(() => fillAcl("svc.{username}", {}), /names no path value username/);
 });
