@@ -160,7 +160,9 @@ export async function startSvcProcess(
   const inspect = inspector ? [`--inspect=127.0.0.1:${inspector}`] : [];
   // V8's `gc` as `deno task start` and deploy/svc.service give it: the collection once idle
   // (lib/idle_gc.ts) is part of what the server's memory is
-  const run = ["run", "--allow-all", "--v8-flags=--expose-gc", ...inspect, "main.ts"];
+  // (BENCH_V8 adds flags to it, e.g. `,--min-semi-space-size=16`: bench/README.md)
+  const v8 = `--v8-flags=--expose-gc${Deno.env.get("BENCH_V8") ?? ""}`;
+  const run = ["run", "--allow-all", v8, ...inspect, "main.ts"];
   const server = startDeno(stack, args ?? run, {
     SVC_PORT: `${port}`,
     SVC_HOSTNAME: "127.0.0.1",

@@ -46,6 +46,7 @@
  * target, and a function answering what wrk requests.
  * Settings: BENCH_SECONDS (wrk -d, default 10), BENCH_CONNECTIONS (-c, 50), BENCH_THREADS (-t, 1),
  * BENCH_SCENARIOS (words of the scenarios to run, e.g. `history,contact`: see `chosenScenarios`),
+ * BENCH_V8 (more V8 flags for the server, after `--expose-gc`, e.g. `,--min-semi-space-size=16`),
  * BENCH_KV (the server's SVC_KV, default `:memory:`; a file or a KV Connect URL measures that store).
  */
 import {
