@@ -158,39 +158,60 @@ export async function startPhone(options: PhoneOptions): Promise<Phone> {
   const temporary = options.dir === undefined;
   const dir = options.dir ?? await Deno.makeTempDir({ prefix: `svc-phone-${user}-` });
   const recordingsDir = options.record ? `${dir}/recordings` : null;
-  const sipPort = reservePorts(2);
-  const ctrlPort = reservePorts();
   await Deno.mkdir(recordingsDir ?? dir, { recursive: true });
-  const files = phoneConfig({
-    user,
-    password: options.password,
-    answerMode: options.answerMode ?? "auto",
-    pbxSipPort: options.pbx.sipPort,
-    sipPort,
-    ctrlPort,
-    toneHz: options.toneHz ?? 440,
-    rtpPorts: options.rtpPorts ?? [17000, 17999],
-    modules: baresip.modules,
-    recordingsDir,
-  });
-  for (const [name, text] of Object.entries(files)) {
-    await Deno.writeTextFile(`${dir}/${name}`, text);
+  // a port reserved here may be taken before baresip binds it (another test's process, a client's
+  // ephemeral port): baresip then exits "Address already in use", and starts again on others
+  for (let attempt = 1;; attempt++) {
+    const sipPort = reservePorts(2);
+    const ctrlPort = reservePorts();
+    const files = phoneConfig({
+      user,
+      password: options.password,
+      answerMode: options.answerMode ?? "auto",
+      pbxSipPort: options.pbx.sipPort,
+      sipPort,
+      ctrlPort,
+      toneHz: options.toneHz ?? 440,
+      rtpPorts: options.rtpPorts ?? [17000, 17999],
+      modules: baresip.modules,
+      recordingsDir,
+    });
+    for (const [name, text] of Object.entries(files)) {
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+    }
+    // its own dir as working directory: baresip 1.0.0 may dump core when stopped after a call
+    const process = spawnPeer(`${user}'s phone`, baresip.binary, ["-f", dir], { cwd: dir });
+    try {
+      const ctrl = await PhoneControl.connect(user, ctrlPort, process);
+      return phoneOf({ user, dir, sipPort, ctrlPort, ctrl, recordingsDir, process, temporary });
+    } catch (error) {
+      await process.stop();
+      const taken = process.output.some((line) => line.includes("Address already in use"));
+      if (taken && attempt < 3) continue;
+      if (temporary) await Deno.remove(dir, { recursive: true }).catch(() => {});
+      throw error;
+    }
   }
+}
 
-  // its own dir as working directory: baresip 1.0.0 may dump core when stopped after a call
-  const process = spawnPeer(`${user}'s phone`, baresip.binary, ["-f", dir], { cwd: dir });
-  let ctrl: PhoneControl | undefined;
+/** The {@link Phone} of a started baresip. */
+function phoneOf(
+  { user, dir, sipPort, ctrlPort, ctrl, recordingsDir, process, temporary }: {
+    user: string;
+    dir: string;
+    sipPort: number;
+    ctrlPort: number;
+    ctrl: PhoneControl;
+    recordingsDir: string | null;
+    process: PeerProcess;
+    temporary: boolean;
+  },
+): Phone {
   const stop = async () => {
-    await ctrl?.close();
+    await ctrl.close();
     await process.stop();
     if (temporary) await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
-  try {
-    ctrl = await PhoneControl.connect(user, ctrlPort, process);
-  } catch (error) {
-    await stop();
-    throw error;
-  }
   const phone: Phone = {
     user,
     dir,
