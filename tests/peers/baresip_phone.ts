@@ -196,16 +196,9 @@ export async function startPhone(options: PhoneOptions): Promise<Phone> {
 
 /** The {@link Phone} of a started baresip. */
 function phoneOf(
-  { user, dir, sipPort, ctrlPort, ctrl, recordingsDir, process, temporary }: {
-    user: string;
-    dir: string;
-    sipPort: number;
-    ctrlPort: number;
-    ctrl: PhoneControl;
-    recordingsDir: string | null;
-    process: PeerProcess;
-    temporary: boolean;
-  },
+  { user, dir, sipPort, ctrlPort, ctrl, recordingsDir, process, temporary }:
+    & Pick<Phone, "user" | "dir" | "sipPort" | "ctrlPort" | "ctrl" | "recordingsDir" | "process">
+    & { temporary: boolean },
 ): Phone {
   const stop = async () => {
     await ctrl.close();
