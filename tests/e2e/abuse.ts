@@ -133,17 +133,24 @@ export function abuse(route: Route, kind: Kind, n: number, token: string): Abuse
   }
 }
 
+/** Each route with each kind it takes, in the order the abuse sends them. */
+function plan(routes: Route[]): [Route, Kind][] {
+  return routes.flatMap((route) =>
+    (BODY_METHODS.has(route[0]) ? [...BODY_KINDS, ...ANY_KINDS] : ANY_KINDS)
+      .map((kind): [Route, Kind] => [route, kind])
+  );
+}
+
+/** How many requests send each kind to each route once: {@link abuses}' first pass. */
+export function onePass(routes: Route[]): number {
+  return plan(routes).length;
+}
+
 /** Every request of the abuse in turn, `count` of them: each route with each kind it takes. */
 export function* abuses(routes: Route[], token: string, count: number): Generator<Abuse> {
-  const plan: [Route, Kind][] = [];
-  for (const route of routes) {
-    const kinds: readonly Kind[] = BODY_METHODS.has(route[0])
-      ? [...BODY_KINDS, ...ANY_KINDS]
-      : ANY_KINDS;
-    for (const kind of kinds) plan.push([route, kind]);
-  }
+  const steps = plan(routes);
   for (let n = 0; n < count; n++) {
-    const [route, kind] = plan[n % plan.length]!;
+    const [route, kind] = steps[n % steps.length]!;
     yield abuse(route, kind, n, token);
   }
 }

@@ -7,9 +7,18 @@
  *
  * Before the fix, the process kept 60–130 MB more: glibc's malloc held the native buffers the
  * burst had freed (request bodies mostly) without giving them back (see `lib/idle_gc.ts`).
+ *
+ * The start is measured after the normal warm-up **and one pass of the abuse** (each kind once on
+ * each route, 2,406 requests): the first use of a path loads and compiles its code — zod's
+ * generated parsers of each body schema, the metrics' series of each route and status, modules
+ * loaded on first use (the CSV parser, Deno's Node layer), V8's compiled code — some 9–10 MB
+ * that is in use, not garbage, and that no collection gives back. What the test bounds is what the
+ * 10,000 requests after it leave held: 6–7 MB measured alone; from the normal warm-up the same
+ * burst read 13–17 MB alone and 20.6 MB once in the whole suite, too close to the bound to say
+ * anything about what refused requests hold (docs/decisions.md, "Memory after abuse").
  */
 import assert from "node:assert/strict";
-import { burst, everyRoute, listenerPid, rssBytes, warmUp } from "./abuse.ts";
+import { burst, everyRoute, listenerPid, onePass, rssBytes, warmUp } from "./abuse.ts";
 import { startServer, withTempDir } from "./server.ts";
 import { login } from "./svc_http.ts";
 
@@ -42,6 +51,8 @@ Deno.test({
       try {
         const token = await login(server, "webservice", admin.login, admin.password);
         await warmUp(server.port, routes, token, admin);
+        // each path of the abuse once: its code loaded and compiled before the start is measured
+        await burst(server.port, routes, token, onePass(routes), AT_ONCE);
         await sleep(3_000); // idle: the server's collection after 1 s has run
         const start = await rssBytes(pid);
 
@@ -55,9 +66,10 @@ Deno.test({
         const after = await rssBytes(pid);
 
         const grown = after - start;
+        const sign = grown >= 0 ? "+" : "";
         console.log(
-          `RSS ${MB(start)} after the warm-up, ${MB(after)} 10 s after ${REQUESTS} malformed ` +
-            `requests (${grown >= 0 ? "+" : ""}${MB(grown)}); answers ${JSON.stringify(tally)}`,
+          `RSS ${MB(start)} after the warm-up and a pass, ${MB(after)} 10 s after ${REQUESTS} ` +
+            `malformed requests (${sign}${MB(grown)}); answers ${JSON.stringify(tally)}`,
         );
         assert.ok(
           grown <= BOUND,
