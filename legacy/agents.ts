@@ -35,9 +35,10 @@ import { both } from "./common.ts";
 /** The context of every 1.0 agent phone: the internal context created at start-up. */
 export const AGENT_CONTEXT = "default";
 
-const field = z.string(required("a string")).max(128, "longer than 128 characters");
-const loginSchema = bodyObject({ agentphonenumber: field, agentnumber: field });
-const phoneSchema = bodyObject({ phoneNumber: field });
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const field = () => z.string(required("a string")).max(128, "longer than 128 characters");
+const loginSchema = z.lazy(() => bodyObject({ agentphonenumber: field(), agentnumber: field() }));
+const phoneSchema = z.lazy(() => bodyObject({ phoneNumber: field() }));
 
 const notLoggedIn = (phone: string) =>
   new ApiError(400, "AgentNotLoggedIn", `no agent is logged on phone ${phone}`);

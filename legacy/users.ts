@@ -29,12 +29,15 @@ import { findUserByUsername, type ForwardKind } from "../lib/store/users.ts";
 import { both, connect, connectedUser, connectedUserId, pathUsername } from "./common.ts";
 import { legacyIdempotent } from "./idempotency.ts";
 
-const connectSchema = bodyObject({ password: z.string(required("a string")) });
-const dndSchema = bodyObject({ state: z.boolean(required("a boolean")) });
-const forwardSchema = bodyObject({
-  state: z.boolean(required("a boolean")),
-  destination: z.string(required("a string")).optional(),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const connectSchema = z.lazy(() => bodyObject({ password: z.string(required("a string")) }));
+const dndSchema = z.lazy(() => bodyObject({ state: z.boolean(required("a boolean")) }));
+const forwardSchema = z.lazy(() =>
+  bodyObject({
+    state: z.boolean(required("a boolean")),
+    destination: z.string(required("a string")).optional(),
+  })
+);
 
 /** The 1.0 method of each forward. */
 export const FORWARD_METHODS: Record<string, ForwardKind> = {

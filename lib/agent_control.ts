@@ -26,20 +26,23 @@ export const DEFAULT_TENANT_UUID = "f5787e47-0aee-42bb-8a61-52e9d28a193a";
 
 /** An agent's status as the agent daemon answers it (decisions §9). */
 /** {@link AgentStatus}'s schema, for the OpenAPI document. */
-export const AGENT_STATUS = z.object({
-  id: z.int(),
-  tenant_uuid: z.string(),
-  origin_uuid: z.string(),
-  number: z.string(),
-  logged: z.boolean(),
-  paused: z.boolean(),
-  paused_reason: z.string().nullable(),
-  extension: z.string().nullable(),
-  context: z.string().nullable(),
-  state_interface: z.string().nullable(),
-  state: z.string(),
-  queues: z.array(z.object({ id: z.int(), name: z.string() })),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+export const AGENT_STATUS = z.lazy(() =>
+  z.object({
+    id: z.int(),
+    tenant_uuid: z.string(),
+    origin_uuid: z.string(),
+    number: z.string(),
+    logged: z.boolean(),
+    paused: z.boolean(),
+    paused_reason: z.string().nullable(),
+    extension: z.string().nullable(),
+    context: z.string().nullable(),
+    state_interface: z.string().nullable(),
+    state: z.string(),
+    queues: z.array(z.object({ id: z.int(), name: z.string() })),
+  })
+);
 
 export interface AgentStatus {
   id: number;

@@ -38,48 +38,62 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export const badRequest = (message: string) => new ApiError(400, "BadRequest", message);
 
+// the fields and bodies are built on first use (functions, `z.lazy`), not at every start
+// (docs/performance.md)
+
 /** A number to dial as sent (sanitized by {@link dialledNumber}). */
-const destinationField = z.string(required("a string")).max(
-  MAX_DESTINATION_LENGTH,
-  `longer than ${MAX_DESTINATION_LENGTH} characters`,
-);
+const destinationField = () =>
+  z.string(required("a string")).max(
+    MAX_DESTINATION_LENGTH,
+    `longer than ${MAX_DESTINATION_LENGTH} characters`,
+  );
 /** Checked by {@link callVariables}, which words its own messages. */
-const variablesField = z.unknown().optional().meta({
-  description: "Channel variables: an object of at most 32 strings, each key 1 to 64 letters, " +
-    "digits or _",
-});
+const variablesField = () =>
+  z.unknown().optional().meta({
+    description: "Channel variables: an object of at most 32 strings, each key 1 to 64 " +
+      "letters, digits or _",
+  });
 /** The user to call, by username. */
-const usernameField = z.string(required("a string")).max(256);
-const callerIdField = z.string(required("a string")).max(
-  MAX_CALLER_ID_LENGTH,
-  `longer than ${MAX_CALLER_ID_LENGTH} characters`,
-).refine((value) => !CONTROL.test(value), "control characters are not allowed").optional();
+const usernameField = () => z.string(required("a string")).max(256);
+const callerIdField = () =>
+  z.string(required("a string")).max(
+    MAX_CALLER_ID_LENGTH,
+    `longer than ${MAX_CALLER_ID_LENGTH} characters`,
+  ).refine((value) => !CONTROL.test(value), "control characters are not allowed").optional();
 
 /** The bodies of a dial to a number, by the field naming the number (2.0 and 1.0). */
 const numberSchemas = {
-  destination: bodyObject({ destination: destinationField, variables: variablesField }),
-  number: bodyObject({ number: destinationField, variables: variablesField }),
+  destination: z.lazy(() =>
+    bodyObject({ destination: destinationField(), variables: variablesField() })
+  ),
+  number: z.lazy(() => bodyObject({ number: destinationField(), variables: variablesField() })),
 };
 
 /** The body of a call to another user, the same in both APIs. */
-const userSchema = bodyObject({ username: usernameField, variables: variablesField });
+const userSchema = z.lazy(() =>
+  bodyObject({ username: usernameField(), variables: variablesField() })
+);
 
 /** The body of a dial from a queue, the same in both APIs. */
-const fromQueueSchema = bodyObject({
-  destination: destinationField,
-  queueId: z.int(required("an integer")),
-  callerIdName: callerIdField,
-  callerIdNumber: callerIdField,
-  variables: variablesField,
-});
+const fromQueueSchema = z.lazy(() =>
+  bodyObject({
+    destination: destinationField(),
+    queueId: z.int(required("an integer")),
+    callerIdName: callerIdField(),
+    callerIdNumber: callerIdField(),
+    variables: variablesField(),
+  })
+);
 
 /** The body of a call to a queue (2.0 only). */
-export const toQueueSchema = bodyObject({
-  destination: destinationField,
-  queueName: z.string(required("a string")).max(256),
-  callerIdNumber: callerIdField,
-  variables: variablesField,
-});
+export const toQueueSchema = z.lazy(() =>
+  bodyObject({
+    destination: destinationField(),
+    queueName: z.string(required("a string")).max(256),
+    callerIdNumber: callerIdField(),
+    variables: variablesField(),
+  })
+);
 
 /** The bodies the dial routes read, by route: for the OpenAPI document. */
 export const DIAL_SCHEMAS = {

@@ -24,10 +24,11 @@ import { markConnected } from "../lib/store/connections.ts";
 import { findUserByUsername, getUser } from "../lib/store/users.ts";
 import { findWebServiceUserByLogin, getWebServiceUser } from "../lib/store/webservice_users.ts";
 
-const credentialsSchema = z.object({ login: z.string(), password: z.string() });
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const credentialsSchema = z.lazy(() => z.object({ login: z.string(), password: z.string() }));
 
 /** Every route's answer: the login, a new token and its time to live in seconds. */
-const tokenBody = z.object({ login: z.string(), token: z.string(), TTL: z.int() });
+const tokenBody = z.lazy(() => z.object({ login: z.string(), token: z.string(), TTL: z.int() }));
 
 const credentialsDoc = (summary: string): OperationMeta => ({
   summary,
@@ -112,7 +113,7 @@ export function authRoutes(services: Services) {
   return new Hono<AppEnv>()
     .post(
       "/auth/login",
-      operation(credentialsDoc("A CTI user's token"), async (c) => {
+      operation(() => credentialsDoc("A CTI user's token"), async (c) => {
         const body = await readJson(c, credentialsSchema, "InvalidJson");
         const user = await authenticate(
           services,
@@ -132,7 +133,7 @@ export function authRoutes(services: Services) {
     )
     .post(
       "/auth/webservice",
-      operation(credentialsDoc("A web service user's token"), async (c) => {
+      operation(() => credentialsDoc("A web service user's token"), async (c) => {
         const body = await readJson(c, credentialsSchema, "InvalidJson");
         const user = await authenticate(
           services,
@@ -152,7 +153,7 @@ export function authRoutes(services: Services) {
     )
     .get(
       "/auth/check",
-      operation({
+      operation(() => ({
         summary: "Checks a token and answers a renewed one",
         headers: { Authorization: "`Bearer <token>` (or send `X-Auth-Token`)" },
         responses: { 200: tokenBody },
@@ -160,7 +161,7 @@ export function authRoutes(services: Services) {
           400: "`AuthorizationHeaderNotFound`, `BearerNotFound`",
           401: "`InvalidToken`, `TokenExpired`, `UserNotFound`",
         },
-      }, async (c) => {
+      }), async (c) => {
         const presented = readToken(c);
         const identity = await tokens.verify(presented);
         const id = Number(identity.userId);
@@ -178,12 +179,12 @@ export function authRoutes(services: Services) {
     .get(
       "/auth/sso",
       countedSso("kerberos"),
-      operation({
+      operation(() => ({
         ...ssoDoc("A CTI user's token from Kerberos (SPNEGO)", {
           401: "`SsoAuthenticationFailed` (with `WWW-Authenticate: Negotiate`), `UserNotFound`",
         }),
         headers: { Authorization: "`Negotiate <SPNEGO token>`" },
-      }, async (c) => {
+      }), async (c) => {
         if (!config.krb5Keytab) {
           throw new ApiError(
             401,
@@ -208,9 +209,11 @@ export function authRoutes(services: Services) {
       "/auth/cas",
       countedSso("cas"),
       operation(
-        ssoDoc("A CTI user's token from a CAS service ticket", {
-          403: "`CasServerUrlNotSet`, `CasServerInvalidParameter`, `CasServer…` (the CAS failure)",
-        }, z.object({ service: z.string(), ticket: z.string() })),
+        () =>
+          ssoDoc("A CTI user's token from a CAS service ticket", {
+            403:
+              "`CasServerUrlNotSet`, `CasServerInvalidParameter`, `CasServer…` (the CAS failure)",
+          }, z.object({ service: z.string(), ticket: z.string() })),
         async (c) => {
           if (!config.casUrl) {
             throw new ApiError(403, "CasServerUrlNotSet", "CAS authentication is not configured");
@@ -230,12 +233,12 @@ export function authRoutes(services: Services) {
     .get(
       "/auth/oidc",
       countedSso("oidc"),
-      operation({
+      operation(() => ({
         ...ssoDoc("A CTI user's token from an OpenID Connect access token", {
           403: "`OidcNotEnabled`, `OidcInvalidParameter`, `OidcAuthenticationFailed`",
         }, z.object({ token: z.string().optional() })),
         headers: { Authorization: "`Bearer <access token>`, when not in `token`" },
-      }, async (c) => {
+      }), async (c) => {
         if (!config.oidcIssuer) {
           throw new ApiError(403, "OidcNotEnabled", "OpenID Connect authentication is not enabled");
         }

@@ -57,36 +57,43 @@ const id = () =>
 const text = (max: number) =>
   z.string(required("a string")).max(max, `longer than ${max} characters`);
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** The sizes keep a stored answer well under Deno KV's 64 KiB value limit. */
-const answerSchema = bodyObject({
-  sub_qualification_id: id(),
-  time: z.string(required("a string")).refine((value) => parseAnswerTime(value) !== null, {
-    message: "expected a real date and time YYYY-MM-DD HH:MM:SS",
-  }),
-  callid: text(256).min(1, "must not be empty"),
-  agent: id(),
-  queue: id(),
-  first_name: text(256).default(""),
-  last_name: text(256).default(""),
-  comment: text(4096).default(""),
-  custom_data: text(16384).default(""),
-});
+const answerSchema = z.lazy(() =>
+  bodyObject({
+    sub_qualification_id: id(),
+    time: z.string(required("a string")).refine((value) => parseAnswerTime(value) !== null, {
+      message: "expected a real date and time YYYY-MM-DD HH:MM:SS",
+    }),
+    callid: text(256).min(1, "must not be empty"),
+    agent: id(),
+    queue: id(),
+    first_name: text(256).default(""),
+    last_name: text(256).default(""),
+    comment: text(4096).default(""),
+    custom_data: text(16384).default(""),
+  })
+);
 
 /** A bound of the CSV export, or 400 naming it. */
-const named = z.object({ id: z.int(), name: z.string() });
-const qualificationsBody = z.array(named.extend({ subQualifications: z.array(named) }));
-const answerBody = z.object({
-  id: z.int(),
-  sub_qualification_id: z.int(),
-  time: z.string(),
-  callid: z.string(),
-  agent: z.int(),
-  queue: z.int(),
-  first_name: z.string(),
-  last_name: z.string(),
-  comment: z.string(),
-  custom_data: z.string(),
+const qualificationsBody = z.lazy(() => {
+  const named = { id: z.int(), name: z.string() };
+  return z.array(z.object({ ...named, subQualifications: z.array(z.object(named)) }));
 });
+const answerBody = z.lazy(() =>
+  z.object({
+    id: z.int(),
+    sub_qualification_id: z.int(),
+    time: z.string(),
+    callid: z.string(),
+    agent: z.int(),
+    queue: z.int(),
+    first_name: z.string(),
+    last_name: z.string(),
+    comment: z.string(),
+    custom_data: z.string(),
+  })
+);
 
 function bound(raw: string, side: "from" | "to"): number {
   const value = parseBound(raw.replaceAll("+", " "), side);
@@ -102,10 +109,10 @@ export function callQualificationRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/call_qualification/queue/:queue_id",
       requireAcl(tokens, "svc.rest.call_qualification.queue.{queue_id}.read"),
-      operation({
+      operation(() => ({
         summary: "The call qualifications of a queue, with their sub-qualifications",
         responses: { 200: qualificationsBody },
-      }, async (c) => {
+      }), async (c) => {
         const queueId = pathQueueId(c.req.param("queue_id") ?? "");
         return c.json(queueId === null ? [] : await qualificationsOfQueue(store, queueId));
       }),
@@ -113,12 +120,12 @@ export function callQualificationRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/call_qualification",
       requireAcl(tokens, "svc.rest.call_qualification.create"),
-      operation({
+      operation(() => ({
         summary: "Records an agent's qualification of a call",
         body: answerSchema,
         responses: { 201: answerBody },
         errors: { 400: "`JsonBodyNotFound`, `JsonErrorDecoding` (naming the field)" },
-      }, async (c) => {
+      }), async (c) => {
         const input = await readBody(c, answerSchema, ANSWER_BODY);
         if (!await findSubQualification(store, input.sub_qualification_id)) {
           throw invalid(
@@ -134,12 +141,12 @@ export function callQualificationRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/call_qualification/csv/:queue_id/:from/:to",
       requireAcl(tokens, "svc.rest.call_qualification.csv.{queue_id}.{from}.{to}.read"),
-      operation({
+      operation(() => ({
         summary: "A queue's call qualification answers between two times, as CSV",
         description: "`from` and `to` are `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS` (UTC).",
         responses: { 200: { mediaType: "text/csv", description: "The answers" } },
         errors: { 400: "`JsonErrorDecoding`: a bad `from` or `to`" },
-      }, async (c) => {
+      }), async (c) => {
         const from = bound(c.req.param("from") ?? "", "from");
         const to = bound(c.req.param("to") ?? "", "to");
         if (from > to) {

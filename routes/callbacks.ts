@@ -89,44 +89,52 @@ export const MAX_IMPORT_LINES = 10_000;
 
 const badRequest = (message: string) => new ApiError(400, "BadRequest", message);
 
-const text = z.string(required("a string"));
-const agentNumber = text.max(64, "longer than 64 characters");
-const importSchema = bodyObject({ listUuid: text, csv: text });
-const exportSchema = bodyObject({ listUuid: text });
-const takeSchema = bodyObject({ agentNumber });
-const holderSchema = bodyObject({ agentNumber: agentNumber.optional() });
-const ticketSchema = bodyObject({
-  status: z.enum(OUTCOMES, required(`one of ${OUTCOMES.join(", ")}`)),
-  comment: text.max(MAX_COMMENT_LENGTH, `longer than ${MAX_COMMENT_LENGTH} characters`).optional(),
-  dueDate: text.refine(isDate, "expected a date YYYY-MM-DD").optional(),
-  agentNumber: agentNumber.optional(),
-}).superRefine((body, ctx) => {
-  if (body.status === "Callback" && body.dueDate === undefined) {
-    ctx.addIssue({ code: "custom", path: ["dueDate"], message: "required with status Callback" });
-  }
-  if (body.status !== "Callback" && body.dueDate !== undefined) {
-    ctx.addIssue({ code: "custom", path: ["dueDate"], message: "only with status Callback" });
-  }
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const text = () => z.string(required("a string"));
+const agentNumber = () => text().max(64, "longer than 64 characters");
+const importSchema = z.lazy(() => bodyObject({ listUuid: text(), csv: text() }));
+const exportSchema = z.lazy(() => bodyObject({ listUuid: text() }));
+const takeSchema = z.lazy(() => bodyObject({ agentNumber: agentNumber() }));
+const holderSchema = z.lazy(() => bodyObject({ agentNumber: agentNumber().optional() }));
+const ticketSchema = z.lazy(() =>
+  bodyObject({
+    status: z.enum(OUTCOMES, required(`one of ${OUTCOMES.join(", ")}`)),
+    comment: text().max(MAX_COMMENT_LENGTH, `longer than ${MAX_COMMENT_LENGTH} characters`)
+      .optional(),
+    dueDate: text().refine(isDate, "expected a date YYYY-MM-DD").optional(),
+    agentNumber: agentNumber().optional(),
+  }).superRefine((body, ctx) => {
+    if (body.status === "Callback" && body.dueDate === undefined) {
+      ctx.addIssue({ code: "custom", path: ["dueDate"], message: "required with status Callback" });
+    }
+    if (body.status !== "Callback" && body.dueDate !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["dueDate"], message: "only with status Callback" });
+    }
+  })
+);
 
 /** A body that may be left out: none is `{}`. */
 /** A callback request as the routes answer it ({@link requestView}): its main fields. */
-const requestSchema = z.looseObject({
-  uuid: z.string(),
-  listUuid: z.string(),
-  phoneNumber: z.string(),
-  dueDate: z.string(),
-  period: z.string(),
-  agent: z.string().nullable(),
-  closed: z.boolean(),
-});
-const listSchema = z.object({
-  uuid: z.string(),
-  name: z.string(),
-  queueId: z.int(),
-  periods: z.array(z.looseObject({ name: z.string() })),
-  callbacks: z.array(requestSchema),
-});
+const requestSchema = z.lazy(() =>
+  z.looseObject({
+    uuid: z.string(),
+    listUuid: z.string(),
+    phoneNumber: z.string(),
+    dueDate: z.string(),
+    period: z.string(),
+    agent: z.string().nullable(),
+    closed: z.boolean(),
+  })
+);
+const listSchema = z.lazy(() =>
+  z.object({
+    uuid: z.string(),
+    name: z.string(),
+    queueId: z.int(),
+    periods: z.array(z.looseObject({ name: z.string() })),
+    callbacks: z.array(requestSchema),
+  })
+);
 const workflowErrors = {
   400: "`BadRequest`: an unknown agent",
   404: "`CallbackRequestNotFound`",
@@ -284,10 +292,10 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/callback_lists",
       requireAcl(tokens, "svc.rest.callback_lists.read"),
-      operation({
+      operation(() => ({
         summary: "The callback lists, each with its pending requests",
-        responses: { 200: z.array(listSchema) },
-      }, async (c) => {
+        responses: { 200: z.lazy(() => z.array(listSchema)) },
+      }), async (c) => {
         const lists = [...await listCallbackLists(store)].sort((a, b) =>
           a.name === b.name ? (a.uuid < b.uuid ? -1 : 1) : (a.name < b.name ? -1 : 1)
         );
@@ -299,17 +307,19 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
       `${requests}/csv`,
       requireAcl(tokens, "svc.rest.callback_lists.callback_requests.csv.create"),
       once,
-      operation({
+      operation(() => ({
         summary: "Imports callback requests into a list from a CSV text (`|`-separated)",
         body: importSchema,
         responses: {
-          201: z.object({
-            created: z.array(z.object({ uuid: z.string(), phoneNumber: z.string() })),
-            failed: z.array(z.object({ line: z.int(), errors: z.array(z.string()) })),
-          }),
+          201: z.lazy(() =>
+            z.object({
+              created: z.array(z.object({ uuid: z.string(), phoneNumber: z.string() })),
+              failed: z.array(z.object({ line: z.int(), errors: z.array(z.string()) })),
+            })
+          ),
         },
         errors: { 400: "`BadRequest`: an unknown list, a bad header, too many lines" },
-      }, async (c) => {
+      }), async (c) => {
         const body = await readBody(c, importSchema, SERVICE_BODY);
         const list = await knownList(body.listUuid);
         const today = dayOf(clock.now());
@@ -336,12 +346,12 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/callback_lists/callback_tickets/csv",
       requireAcl(tokens, "svc.rest.callback_lists.callback_tickets.csv.create"),
-      operation({
+      operation(() => ({
         summary: "The tickets of a list as CSV (`|`-separated)",
         body: exportSchema,
         responses: { 200: { mediaType: "text/csv", description: "The tickets" } },
         errors: { 400: "`BadRequest`: an unknown list" },
-      }, async (c) => {
+      }), async (c) => {
         const body = await readBody(c, exportSchema, SERVICE_BODY);
         const list = await knownList(body.listUuid);
         const rows = (await ticketsOfList(store, list.uuid)).map(({ request, ticket }) =>
@@ -356,12 +366,12 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
       `${requests}/:uuid/take`,
       acl("take.create"),
       once,
-      operation({
+      operation(() => ({
         summary: "An agent takes a callback request",
         body: takeSchema,
         responses: { 200: requestSchema },
         errors: workflowErrors,
-      }, async (c) => {
+      }), async (c) => {
         const body = await readBody(c, takeSchema, SERVICE_BODY);
         const agent = await knownAgent(body.agentNumber);
         const request = await step(() => takeRequest(store, uuidOf(c), agent.number, clock.now()));
@@ -371,12 +381,12 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
     .post(
       `${requests}/:uuid/release`,
       acl("release.create"),
-      operation({
+      operation(() => ({
         summary: "The holder releases a callback request",
         body: { content: { "application/json": holderSchema }, required: false },
         responses: { 200: requestSchema },
         errors: workflowErrors,
-      }, async (c) => {
+      }), async (c) => {
         const agent = await namedAgent((await optionalBody(c, holderSchema)).agentNumber);
         const request = await step(() => releaseRequest(store, uuidOf(c), agent, clock.now()));
         return c.json(requestView(request));
@@ -385,15 +395,17 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
     .post(
       `${requests}/:uuid/start`,
       acl("start.create"),
-      operation({
+      operation(() => ({
         summary: "The holder calls back: the call starts from the agent's line",
         body: { content: { "application/json": holderSchema }, required: false },
-        responses: { 200: z.object({ linkedId: z.string(), request: requestSchema }) },
+        responses: {
+          200: z.lazy(() => z.object({ linkedId: z.string(), request: requestSchema })),
+        },
         errors: {
           ...workflowErrors,
           409: "`CallbackRequest…`, `AgentNotLoggedIn`, `AgentLineWithoutUser`, `DialRefused`",
         },
-      }, async (c) => {
+      }), async (c) => {
         const uuid = uuidOf(c);
         const named = await namedAgent((await optionalBody(c, holderSchema)).agentNumber);
         const request = await getCallbackRequest(store, uuid);
@@ -419,12 +431,12 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
     .put(
       `${requests}/:uuid/ticket`,
       acl("ticket.update"),
-      operation({
+      operation(() => ({
         summary: "Reports the outcome of a callback request",
         body: ticketSchema,
         responses: { 200: requestSchema },
         errors: workflowErrors,
-      }, async (c) => {
+      }), async (c) => {
         const body = await readBody(c, ticketSchema, SERVICE_BODY);
         const agent = await namedAgent(body.agentNumber);
         const report = { ...body, agent };

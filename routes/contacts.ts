@@ -139,34 +139,49 @@ const view = (contact: ContactRecord) => ({
   favorite: contact.favorite,
 });
 
-/** What a body may send, as `contactChange` reads it: for the OpenAPI document. */
-const contactBody = z.strictObject({
+/** The fields a body may send (a function: built with the schemas, on use). */
+const contactFields = () => ({
   ...Object.fromEntries(CONTACT_FIELDS.map((field) => [field, z.string().max(256).optional()])),
   favorite: z.boolean().optional(),
 });
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+/** What a body may send, as `contactChange` reads it: for the OpenAPI document. */
+const contactBody = z.lazy(() => z.strictObject(contactFields()));
+
+/** What a PUT may send: the same, and the contact's own `id`. */
+const contactUpdateBody = z.lazy(() =>
+  z.strictObject({ ...contactFields(), id: z.string().optional() })
+);
+
 /** A contact as the API answers it ({@link view}). */
-const contactSchema = z.object({
-  id: z.string(),
-  ...Object.fromEntries(CONTACT_FIELDS.map((field) => [field, z.string()])),
-  favorite: z.boolean(),
-});
+const contactSchema = z.lazy(() =>
+  z.object({
+    id: z.string(),
+    ...Object.fromEntries(CONTACT_FIELDS.map((field) => [field, z.string()])),
+    favorite: z.boolean(),
+  })
+);
 
 /** The list view. */
-const listSchema = z.object({
-  headers: z.array(z.string()),
-  entries: z.array(z.object({
-    status: z.int().meta({ description: "The phone status of the contact's number" }),
-    entry: z.array(z.string()),
-    contact_id: z.string(),
-  })),
-});
+const listSchema = z.lazy(() =>
+  z.object({
+    headers: z.array(z.string()),
+    entries: z.array(z.object({
+      status: z.int().meta({ description: "The phone status of the contact's number" }),
+      entry: z.array(z.string()),
+      contact_id: z.string(),
+    })),
+  })
+);
 
 /** What an import did, line by line. */
-const importAnswer = z.object({
-  created: z.array(z.object({ id: z.string(), lastname: z.string() })),
-  failed: z.array(z.object({ line: z.int(), errors: z.array(z.string()) })),
-});
+const importAnswer = z.lazy(() =>
+  z.object({
+    created: z.array(z.object({ id: z.string(), lastname: z.string() })),
+    failed: z.array(z.object({ line: z.int(), errors: z.array(z.string()) })),
+  })
+);
 
 const notFoundError = { 404: "`ContactNotFound`" };
 
@@ -368,7 +383,10 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
       "/contact/personal",
       acl("svc.rest.contact.personal.read"),
       operation(
-        { summary: "The user's personal contacts: the list view", responses: { 200: listSchema } },
+        () => ({
+          summary: "The user's personal contacts: the list view",
+          responses: { 200: listSchema },
+        }),
         (c) => listView(services, phoneStatuses, owner(c)),
       ),
     )
@@ -376,14 +394,14 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
       "/contact/display/personal",
       acl("svc.rest.contact.display.personal.read"),
       operation(
-        { summary: "The list view, under its other name", responses: { 200: listSchema } },
+        () => ({ summary: "The list view, under its other name", responses: { 200: listSchema } }),
         (c) => listView(services, phoneStatuses, owner(c)),
       ),
     )
     .post(
       "/contact/personal",
       acl("svc.rest.contact.personal.create"),
-      operation({
+      operation(() => ({
         summary: "Creates a personal contact",
         body: contactBody,
         responses: { 201: contactSchema },
@@ -392,7 +410,7 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
           409: "`DuplicateContact`",
           500: "`JsonParsingError`: the body is not JSON (the spec's status)",
         },
-      }, async (c) => {
+      }), async (c) => {
         const change = contactChange(await readContactBody(c));
         const { favorite = false, ...sent } = change;
         const fields = { ...emptyFields(), ...sent };
@@ -413,10 +431,10 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
     .delete(
       "/contact/personal",
       acl("svc.rest.contact.personal.delete"),
-      operation({
+      operation(() => ({
         summary: "Deletes every personal contact of the user",
         responses: { 204: null },
-      }, async (c) => {
+      }), async (c) => {
         await deleteAllContacts(store, owner(c));
         return c.body(null, 204);
       }),
@@ -424,11 +442,11 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/contact/personal/:id",
       acl("svc.rest.contact.personal.{id}.read"),
-      operation({
+      operation(() => ({
         summary: "One personal contact",
         responses: { 200: contactSchema },
         errors: notFoundError,
-      }, async (c) => {
+      }), async (c) => {
         const id = pathId(c);
         const contact = await getContact(store, owner(c), id);
         if (!contact) throw notFound(id);
@@ -438,12 +456,12 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
     .put(
       "/contact/personal/:id",
       acl("svc.rest.contact.personal.{id}.update"),
-      operation({
+      operation(() => ({
         summary: "Changes the fields sent of a personal contact",
-        body: contactBody.extend({ id: z.string().optional() }),
+        body: contactUpdateBody,
         responses: { 200: contactSchema },
         errors: { ...notFoundError, 400: "`InvalidContact`", 409: "`DuplicateContact`" },
-      }, async (c) => {
+      }), async (c) => {
         const id = pathId(c);
         const change = contactChange(await readContactBody(c), id);
         const userId = await existingOwner(c, services);
@@ -462,11 +480,11 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
     .delete(
       "/contact/personal/:id",
       acl("svc.rest.contact.personal.{id}.delete"),
-      operation({
+      operation(() => ({
         summary: "Deletes a personal contact",
         responses: { 204: null },
         errors: notFoundError,
-      }, async (c) => {
+      }), async (c) => {
         const id = pathId(c);
         if (!await deleteContact(store, owner(c), id)) throw notFound(id);
         return c.body(null, 204);
@@ -475,10 +493,10 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/contact/export/personal",
       acl("svc.rest.contact.export.personal.read"),
-      operation({
+      operation(() => ({
         summary: "The user's personal contacts as a CSV file",
         responses: { 200: { mediaType: "text/csv", description: "The contacts" } },
-      }, async (c) => {
+      }), async (c) => {
         const { sorted } = derive(await currentContacts(store, owner(c)));
         const rows = sorted.map((contact) => CONTACT_FIELDS.map((field) => contact[field]));
         return c.body(toCsv(CONTACT_FIELDS, rows), 200, {
@@ -491,17 +509,19 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
       "/contact/import/personal",
       acl("svc.rest.contact.import.personal.create"),
       idempotent(services),
-      operation({
+      operation(() => ({
         summary: "Imports personal contacts from a CSV file (at most 10 MiB)",
         body: {
           content: {
             "text/csv": null,
-            "multipart/form-data": z.object({ file: z.string().meta({ format: "binary" }) }),
+            "multipart/form-data": z.lazy(() =>
+              z.object({ file: z.string().meta({ format: "binary" }) })
+            ),
           },
         },
         responses: { 201: importAnswer },
         errors: { 400: "`InvalidContact`: the file as a whole is refused" },
-      }, async (c) => {
+      }), async (c) => {
         const checks = await readImport(await importBytes(c));
         const userId = await existingOwner(c, services);
         const valid = checks.flatMap((check) => "fields" in check ? [check] : []);

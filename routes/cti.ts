@@ -37,7 +37,7 @@ export function ctiRoutes(services: Services): Hono<AppEnv> {
   const onMessage: MessageHandler = (session, data) => handleMessage(services, session, data);
   return new Hono<AppEnv>().get(
     "/cti",
-    operation({
+    operation(() => ({
       summary: "The live CTI channel: a WebSocket of the xuc JavaScript API (docs/cti.md)",
       description: "Open it as a WebSocket with `?token=<CTI user's token>` (browsers cannot " +
         "send headers) or the token in `Authorization`; a plain GET answers 426.",
@@ -50,7 +50,7 @@ export function ctiRoutes(services: Services): Hono<AppEnv> {
         426: "`UpgradeRequired`: not opened as a WebSocket",
         429: "`TooManyConnections`",
       },
-    }, async (c) => {
+    }), async (c) => {
       const { identity, token } = await identityOf(services, c);
       if (identity.userType !== "cti") {
         throw new ApiError(403, "Forbidden", "the CTI socket is for CTI users");

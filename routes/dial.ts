@@ -67,7 +67,7 @@ export function dialRoutes(services: Services): Hono<AppEnv> {
       requireAcl(tokens, "svc.rest.dial.number.{username}.create"),
       once,
       operation(
-        dialDoc("Calls a number from the user's phone", DIAL_SCHEMAS.number),
+        () => dialDoc("Calls a number from the user's phone", DIAL_SCHEMAS.number),
         async (c) => run(c, "number", await readDial.number(c)),
       ),
     )
@@ -76,7 +76,7 @@ export function dialRoutes(services: Services): Hono<AppEnv> {
       requireAcl(tokens, "svc.rest.dial.user.{username}.create"),
       once,
       operation(
-        dialDoc("Calls another user (by username) from the user's phone", DIAL_SCHEMAS.user),
+        () => dialDoc("Calls another user (by username) from the user's phone", DIAL_SCHEMAS.user),
         async (c) => run(c, "user", await readDial.user(c)),
       ),
     )
@@ -85,10 +85,11 @@ export function dialRoutes(services: Services): Hono<AppEnv> {
       requireAcl(tokens, "svc.rest.dial.fromqueue.create"),
       once,
       operation(
-        dialDoc(
-          "Calls a number from the user's phone, on behalf of a queue",
-          DIAL_SCHEMAS.fromQueue,
-        ),
+        () =>
+          dialDoc(
+            "Calls a number from the user's phone, on behalf of a queue",
+            DIAL_SCHEMAS.fromQueue,
+          ),
         async (c) => run(c, "fromqueue", await readDial.fromQueue(c)),
       ),
     )
@@ -97,7 +98,7 @@ export function dialRoutes(services: Services): Hono<AppEnv> {
       requireAcl(tokens, "svc.rest.dial.toqueue.create"),
       once,
       operation(
-        dialDoc("Calls a number and puts the call in a queue", toQueueSchema),
+        () => dialDoc("Calls a number and puts the call in a queue", toQueueSchema),
         async (c) => {
           const body = await readBody(c, toQueueSchema, DIAL_BODY);
           const number = dialledNumber(body.destination);

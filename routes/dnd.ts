@@ -12,7 +12,8 @@ import type { Services } from "../lib/services.ts";
 import { changeDnd, pathUser, SERVICE_BODY, SUCCESS, SUCCESS_BODY } from "../lib/control.ts";
 import { operation } from "../lib/openapi/operation.ts";
 
-const dndSchema = bodyObject({ state: z.boolean(required("a boolean")) });
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const dndSchema = z.lazy(() => bodyObject({ state: z.boolean(required("a boolean")) }));
 
 export function dndRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens } = services;
@@ -22,7 +23,7 @@ export function dndRoutes(services: Services): Hono<AppEnv> {
       "/dnd/:username",
       acl,
       idempotent(services),
-      operation({
+      operation(() => ({
         summary: "Sets a user's do-not-disturb",
         body: dndSchema,
         responses: { 200: SUCCESS_BODY },
@@ -30,7 +31,7 @@ export function dndRoutes(services: Services): Hono<AppEnv> {
           400: "`JsonBodyNotFound`, `JsonErrorDecoding`, `UserNotFound`",
           503: "`Unreachable`: the PBX is",
         },
-      }, async (c) => {
+      }), async (c) => {
         const { state } = await readBody(c, dndSchema, SERVICE_BODY);
         const user = await pathUser(store, c.req.param("username") ?? "");
         await changeDnd(services, user, state);

@@ -103,19 +103,20 @@ export function docsPageRoutes(files: () => Promise<Record<string, DocsFile>> = 
   return new Hono<AppEnv>()
     .get(
       "/docs",
-      operation({
+      operation(() => ({
         summary: "This documentation, to read and try the API in a browser",
         responses: { 200: { mediaType: "text/html", description: "Swagger UI's page" } },
-      }, (c) => c.html(PAGE)),
+      }), (c) => c.html(PAGE)),
     )
     .get(
       "/docs/:asset",
-      operation({
+      operation(() => ({
         summary: "A file of the documentation page (Swagger UI's, served from its npm package)",
-        params: { asset: z.string().meta({ examples: [...ASSETS] }) },
+        // built on first use (`z.lazy`), not at every start (docs/performance.md)
+        params: { asset: z.lazy(() => z.string().meta({ examples: [...ASSETS] })) },
         responses: { 200: { mediaType: "*/*", description: "The file" } },
         errors: { 404: "`NotFound`: no such file" },
-      }, async (c) => {
+      }), async (c) => {
         const name = c.req.param("asset") ?? "";
         const file = ownFile(OWN_FILES, name) ?? ownFile(await files(), name);
         if (!file) throw new ApiError(404, "NotFound", `no file ${name} in the docs`);

@@ -38,30 +38,33 @@ export function eventRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/events/deliveries",
       requireAcl(tokens, "svc.rest.events.deliveries.read"),
-      operation({
+      operation(() => ({
         summary: "How the delivery of events to `eventUrl` goes: pending, dead letters, last error",
         responses: {
-          200: z.object({
-            pending: z.int(),
-            deadLetters: z.int(),
-            lastError: z.unknown(),
-            deadLetterEvents: z.array(z.looseObject({ id: z.string(), attempts: z.int() })),
-          }),
+          // built on first use (`z.lazy`), not at every start (docs/performance.md)
+          200: z.lazy(() =>
+            z.object({
+              pending: z.int(),
+              deadLetters: z.int(),
+              lastError: z.unknown(),
+              deadLetterEvents: z.array(z.looseObject({ id: z.string(), attempts: z.int() })),
+            })
+          ),
         },
-      }, async (c) => c.json(await events.deliveries())),
+      }), async (c) => c.json(await events.deliveries())),
     )
     .post(
       "/events/deadletters/retry",
       requireAcl(tokens, "svc.rest.events.deadletters.retry.create"),
-      operation({
+      operation(() => ({
         summary: "Puts the dead letters back in the outbox",
-        responses: { 200: z.object({ requeued: z.int() }) },
-      }, async (c) => c.json({ requeued: await events.retryDeadLetters() })),
+        responses: { 200: z.lazy(() => z.object({ requeued: z.int() })) },
+      }), async (c) => c.json({ requeued: await events.retryDeadLetters() })),
     )
     .get(
       "/events/stream",
       requireAcl(tokens, "svc.rest.events.read"),
-      operation({
+      operation(() => ({
         summary: "The events, live, as a server-sent event stream (never ends)",
         query: z.object({
           username: z.string().optional().meta({ description: "Only this user's events" }),
@@ -70,7 +73,7 @@ export function eventRoutes(services: Services): Hono<AppEnv> {
         headers: { "Last-Event-ID": "Resume after this event id (what browsers send)" },
         responses: { 200: { mediaType: "text/event-stream", description: "The stream" } },
         errors: { 400: "`BadRequest`: the event id is no event id of this server" },
-      }, (c) => {
+      }), (c) => {
         const username = c.req.query("username");
         const resumeFrom = c.req.header("last-event-id") ?? c.req.query("lastEventId") ?? null;
         if (resumeFrom !== null && !EVENT_ID.test(resumeFrom)) {

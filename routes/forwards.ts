@@ -19,10 +19,13 @@ import type { Services } from "../lib/services.ts";
 import type { ForwardKind } from "../lib/store/users.ts";
 import { FORWARD_KINDS } from "../lib/user_services.ts";
 
-const forwardSchema = bodyObject({
-  destination: z.string(required("a string")),
-  enabled: z.boolean(required("a boolean")),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const forwardSchema = z.lazy(() =>
+  bodyObject({
+    destination: z.string(required("a string")),
+    enabled: z.boolean(required("a boolean")),
+  })
+);
 
 export function forwardRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens } = services;
@@ -38,7 +41,7 @@ export function forwardRoutes(services: Services): Hono<AppEnv> {
       `/forward/${kind}/:username`,
       requireAcl(tokens, `svc.rest.forward.${kind}.{username}.create`),
       once,
-      operation({
+      operation(() => ({
         summary: `Sets a user's ${kind} forward`,
         body: forwardSchema,
         responses: { 200: SUCCESS_BODY },
@@ -47,7 +50,7 @@ export function forwardRoutes(services: Services): Hono<AppEnv> {
             "without a destination, or one longer than 128 characters)",
           503: "`Unreachable`: the PBX is",
         },
-      }, async (c) => {
+      }), async (c) => {
         const change = await readBody(c, forwardSchema, SERVICE_BODY);
         const user = await pathUser(store, c.req.param("username") ?? "");
         await changeForward(services, user, kind, change);

@@ -11,30 +11,33 @@ import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { buildInfo } from "../lib/version.ts";
 
-const ready = z.object({ status: z.literal("ready") });
-const unavailable = z.object({
-  status: z.literal("unavailable"),
-  platform: z.literal("unreachable").optional(),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const ready = z.lazy(() => z.object({ status: z.literal("ready") }));
+const unavailable = z.lazy(() =>
+  z.object({
+    status: z.literal("unavailable"),
+    platform: z.literal("unreachable").optional(),
+  })
+);
 
 export function healthRoutes({ store, platform }: Services) {
   return new Hono<AppEnv>()
     .get(
       "/health",
       operation(
-        {
+        () => ({
           summary: "The process runs",
-          responses: { 200: z.object({ status: z.literal("ok") }) },
-        },
+          responses: { 200: z.lazy(() => z.object({ status: z.literal("ok") })) },
+        }),
         (c) => c.json({ status: "ok" }),
       ),
     )
     .get(
       "/ready",
-      operation({
+      operation(() => ({
         summary: "The store answers and the telephony platform takes commands",
         responses: { 200: ready, 503: unavailable },
-      }, async (c) => {
+      }), async (c) => {
         const storeUp = await store.ping();
         const platformUp = platform.reachable();
         if (storeUp && platformUp) return c.json({ status: "ready" });
@@ -46,9 +49,9 @@ export function healthRoutes({ store, platform }: Services) {
     )
     .get(
       "/version",
-      operation({
+      operation(() => ({
         summary: "The version and the git revision of this build (docs/metrics.md)",
-        responses: { 200: z.object({ version: z.string(), revision: z.string() }) },
-      }, (c) => c.json(buildInfo())),
+        responses: { 200: z.lazy(() => z.object({ version: z.string(), revision: z.string() })) },
+      }), (c) => c.json(buildInfo())),
     );
 }

@@ -34,10 +34,13 @@ const JSON_TYPE = { "Content-Type": "application/json" };
 /** The 2.0 answer around the entries' JSON text. */
 const successBody = (entries: string) => `{"res":"success","data":{"entries":${entries}}}`;
 
-const answerBody = z.object({
-  res: z.literal("success"),
-  data: z.object({ entries: z.array(HISTORY_ENTRY) }),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const answerBody = z.lazy(() =>
+  z.object({
+    res: z.literal("success"),
+    data: z.object({ entries: z.array(HISTORY_ENTRY) }),
+  })
+);
 const bad = { 400: "`BadRequest` (a bad `size` or `days`), `UserNotFound`" };
 
 export function historyRoutes(services: Services): Hono<AppEnv> {
@@ -46,12 +49,12 @@ export function historyRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/history/days/:username",
       requireAcl(tokens, "svc.rest.history.days.{username}.read"),
-      operation({
+      operation(() => ({
         summary: "The user's calls of the last `days` × 24 hours, newest first",
         query: z.object({ days: z.int().min(DAYS.min).max(DAYS.max).default(DAYS.fallback) }),
         responses: { 200: answerBody },
         errors: bad,
-      }, async (c) => {
+      }), async (c) => {
         const days = queryInteger(c, DAYS);
         const userId = await pathUserId(store, c.req.param("username") ?? "");
         return c.json(answer(await entriesOfDays(services, userId, days)));
@@ -60,12 +63,12 @@ export function historyRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/history/:username",
       requireAcl(tokens, "svc.rest.history.{username}.read"),
-      operation({
+      operation(() => ({
         summary: "The user's last `size` calls, newest first",
         query: z.object({ size: z.int().min(SIZE.min).max(SIZE.max).default(SIZE.fallback) }),
         responses: { 200: answerBody },
         errors: bad,
-      }, async (c) => {
+      }), async (c) => {
         const size = queryInteger(c, SIZE);
         const userId = await pathUserId(store, c.req.param("username") ?? "");
         return c.body(await lastEntriesJson(services, userId, size, successBody), 200, JSON_TYPE);

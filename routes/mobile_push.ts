@@ -38,11 +38,19 @@ const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 
 const SUCCESSOR = "/svc/api/2.0/mobile/push/register/android";
 
-const bodySchema = bodyObject({
-  token: z.unknown().optional().meta({
-    description: "The push token: visible ASCII, at most 4096 characters",
-  }),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const bodySchema = z.lazy(() =>
+  bodyObject({
+    token: z.unknown().optional().meta({
+      description: "The push token: visible ASCII, at most 4096 characters",
+    }),
+  })
+);
+
+/** The answer of a registration. */
+const registeredBody = z.lazy(() =>
+  z.object({ platform: z.enum(["android", "ios"]), token: z.string() })
+);
 
 const notFound = () => new ApiError(400, "JsonBodyNotFound", "token not found");
 const invalid = (message: string) => new ApiError(400, "JsonErrorDecoding", message);
@@ -97,7 +105,7 @@ export function mobilePushRoutes(services: Services): Hono<AppEnv> {
     summary,
     body: bodySchema,
     query: z.object({ apiVersion: z.literal("2.0").optional() }),
-    responses: { 201: z.object({ platform: z.enum(["android", "ios"]), token: z.string() }) },
+    responses: { 201: registeredBody },
     errors: {
       400: "`JsonBodyNotFound` (no token), `JsonErrorDecoding`, `BadRequest` (`apiVersion`)",
       401: "`UserNotFound`: the token's user no longer exists",
@@ -109,18 +117,18 @@ export function mobilePushRoutes(services: Services): Hono<AppEnv> {
       deprecated,
       guard,
       operation(
-        doc("Registers an Android push token (deprecated: use `/register/android`)"),
+        () => doc("Registers an Android push token (deprecated: use `/register/android`)"),
         register("android"),
       ),
     )
     .post(
       "/mobile/push/register/android",
       guard,
-      operation(doc("Registers the user's Android push token"), register("android")),
+      operation(() => doc("Registers the user's Android push token"), register("android")),
     )
     .post(
       "/mobile/push/register/ios",
       guard,
-      operation(doc("Registers the user's iOS push token"), register("ios")),
+      operation(() => doc("Registers the user's iOS push token"), register("ios")),
     );
 }

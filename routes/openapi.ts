@@ -22,14 +22,17 @@ import { CALLD_ERROR_BODY } from "../daemons/calld/errors.ts";
 import { CONFD_ERROR_BODY } from "../daemons/confd/errors.ts";
 import { XIVO_AUTH_ERROR_BODY } from "./xivo_auth.ts";
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /**
  * The body of every 2.0 and 1.0 error (`lib/errors.ts`'s `ApiError`), e.g.
  * `{"error": "UserNotFound", "message": "…"}`.
  */
-export const API_ERROR_BODY = z.object({
-  error: z.string().meta({ description: "The error code, e.g. `UserNotFound`" }),
-  message: z.string().meta({ description: "What went wrong, for people" }),
-});
+export const API_ERROR_BODY = z.lazy(() =>
+  z.object({
+    error: z.string().meta({ description: "The error code, e.g. `UserNotFound`" }),
+    message: z.string().meta({ description: "What went wrong, for people" }),
+  })
+);
 
 /** Where the whole document is served. */
 export const OPENAPI_PATH = "/svc/api/2.0/openapi.json";
@@ -188,10 +191,10 @@ export function openApiRoutes(routes: () => readonly RouteEntry[]) {
   const json = kept(() => JSON.stringify(document()));
   const app = new Hono<AppEnv>().get(
     OPENAPI_PATH,
-    operation({
+    operation(() => ({
       summary: "The OpenAPI 3.1 document of every area",
       responses: { 200: { mediaType: "application/json", description: "The document" } },
-    }, (c) => c.body(json(), 200, { "Content-Type": "application/json; charset=utf-8" })),
+    }), (c) => c.body(json(), 200, { "Content-Type": "application/json; charset=utf-8" })),
   );
   for (const { path, base, tag } of AREA_DOCUMENTS) {
     const keep = (openApiPath: string) =>
@@ -207,11 +210,11 @@ export function openApiRoutes(routes: () => readonly RouteEntry[]) {
     app.get(
       path,
       operation(
-        {
+        () => ({
           summary: `The OpenAPI 3.1 document of the ${tag.replace(/ \(.*\)$/, "")}, in YAML`,
           description: `Its paths are relative to \`${base}\`, as the daemon's own document's are.`,
           responses: { 200: { mediaType: "application/yaml", description: "The document" } },
-        },
+        }),
         async (c) =>
           c.body(await yamlText(), 200, { "Content-Type": "application/yaml; charset=utf-8" }),
       ),

@@ -19,13 +19,16 @@ import {
 } from "../lib/platform/sim/mod.ts";
 import type { Services } from "../lib/services.ts";
 
-const milliseconds = z.number().int().min(0).max(86_400_000);
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const milliseconds = () => z.number().int().min(0).max(86_400_000);
 
-const policySchema = z.strictObject({
-  policy: z.enum(POLICY_NAMES as [string, ...string[]]),
-  answer_ms: milliseconds.optional(),
-  talk_ms: milliseconds.optional(),
-});
+const policySchema = z.lazy(() =>
+  z.strictObject({
+    policy: z.enum(POLICY_NAMES as [string, ...string[]]),
+    answer_ms: milliseconds().optional(),
+    talk_ms: milliseconds().optional(),
+  })
+);
 
 /** The simulator's refusals in the API's error form. */
 function refusalError(error: unknown): unknown {
@@ -49,27 +52,27 @@ export function simRoutes(sim: SimPlatform, { tokens }: Services): Hono<AppEnv> 
     .get(
       "/sim/phones",
       requireAcl(tokens, "svc.rest.sim.phones.read"),
-      operation({
+      operation(() => ({
         summary: "The simulated phones and what each does",
-        responses: { 200: z.array(z.looseObject({ extension: z.string() })) },
-      }, async (c) => c.json(await sim.phones())),
+        responses: { 200: z.lazy(() => z.array(z.looseObject({ extension: z.string() }))) },
+      }), async (c) => c.json(await sim.phones())),
     )
     .get(
       "/sim/calls",
       requireAcl(tokens, "svc.rest.sim.calls.read"),
-      operation({
+      operation(() => ({
         summary: "The simulated calls in progress",
-        responses: { 200: z.array(z.looseObject({})) },
-      }, (c) => c.json(sim.calls())),
+        responses: { 200: z.lazy(() => z.array(z.looseObject({}))) },
+      }), (c) => c.json(sim.calls())),
     )
     .post(
       `/sim/phones/:extension/:action{${SIM_ACTIONS.join("|")}}`,
       requireAcl(tokens, "svc.rest.sim.phones.{extension}.{action}.create"),
-      operation({
+      operation(() => ({
         summary: "Acts on a simulated phone as its user would",
         responses: { 200: SUCCESS_BODY },
         errors: { 404: "`PhoneNotFound`", 409: "`NoCall`: nothing to act on" },
-      }, async (c) => {
+      }), async (c) => {
         const extension = c.req.param("extension") ?? "";
         const action = c.req.param("action") as SimAction;
         await refusalsAnswered(() => sim.act(extension, action));
@@ -79,12 +82,14 @@ export function simRoutes(sim: SimPlatform, { tokens }: Services): Hono<AppEnv> 
     .put(
       "/sim/phones/:extension/policy",
       requireAcl(tokens, "svc.rest.sim.phones.{extension}.policy.update"),
-      operation({
+      operation(() => ({
         summary: "How a simulated phone answers its calls",
         body: policySchema,
-        responses: { 200: z.looseObject({ extension: z.string(), policy: z.string() }) },
+        responses: {
+          200: z.lazy(() => z.looseObject({ extension: z.string(), policy: z.string() })),
+        },
         errors: { 400: "`BadRequest`", 404: "`PhoneNotFound`" },
-      }, async (c) => {
+      }), async (c) => {
         const extension = c.req.param("extension") ?? "";
         const body = await readJson(c, policySchema, "BadRequest");
         const policy = await refusalsAnswered(() =>

@@ -106,21 +106,28 @@ async function answered(command: () => Promise<void>): Promise<void> {
   }
 }
 
-const queueQuery = z.object({
-  queue: z.array(z.string()).optional().meta({
-    description: "Queue ids: repeated (`?queue=1&queue=2`) or comma-separated (`?queue=1,2`)",
-  }),
-});
+/** The `queue` filter, for the OpenAPI document (built with it). */
+const queueQuery = () =>
+  z.object({
+    queue: z.array(z.string()).optional().meta({
+      description: "Queue ids: repeated (`?queue=1&queue=2`) or comma-separated (`?queue=1,2`)",
+    }),
+  });
 
-const pauseBody = z.object({
-  reason: z.string().max(256).nullable().optional().meta({ description: "Why, if said" }),
-}, { error: "the body must be a JSON object" });
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const pauseBody = z.lazy(() =>
+  z.object({
+    reason: z.string().max(256).nullable().optional().meta({ description: "Why, if said" }),
+  }, { error: "the body must be a JSON object" })
+);
 
-const memberBody = z.object({
-  penalty: z.int().min(0).max(2147483647).optional().meta({
-    description: "0 (the default) is the highest priority",
-  }),
-}, { error: "the body must be a JSON object" });
+const memberBody = z.lazy(() =>
+  z.object({
+    penalty: z.int().min(0).max(2147483647).optional().meta({
+      description: "0 (the default) is the highest priority",
+    }),
+  }, { error: "the body must be a JSON object" })
+);
 
 /** A CSV answer is asked for: `Accept` names `text/csv`. */
 const wantsCsv = (c: Context) =>
@@ -135,19 +142,19 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
     action: string,
     summary: string,
     run: (agentId: number, c: Context<AppEnv>) => Promise<void>,
-    body?: z.ZodObject,
+    body?: z.ZodType,
   ) =>
     [
       `/supervision/agents/:agentId/${action}`,
       acl(`agents.{agentId}.${action}.create`),
-      operation({
+      operation(() => ({
         summary,
         ...(body ? { body: { content: { "application/json": body }, required: false } } : {}),
         responses: { 204: null },
         errors: body
           ? { ...commandErrors, 400: "`JsonErrorDecoding`: a body not JSON, or not the model" }
           : commandErrors,
-      }, async (c: Context<AppEnv>) => {
+      }), async (c: Context<AppEnv>) => {
         await answered(() => run(pathId(c, "agentId"), c));
         return c.body(null, 204);
       }),
@@ -159,21 +166,21 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/supervision/queues",
       acl("queues.read"),
-      operation({
+      operation(() => ({
         summary: "Queues' live figures and their counts since midnight",
-        query: queueQuery,
-        responses: { 200: z.array(QUEUE_FIGURES) },
+        query: queueQuery(),
+        responses: { 200: z.lazy(() => z.array(QUEUE_FIGURES)) },
         errors: { 400: "`BadRequest`: a `queue` that is no id" },
-      }, async (c) => c.json(await queueFigures(services, queueIds(c)))),
+      }), async (c) => c.json(await queueFigures(services, queueIds(c)))),
     )
     .get(
       "/supervision/queues/:queueId/calls",
       acl("queues.{queueId}.calls.read"),
-      operation({
+      operation(() => ({
         summary: "The calls waiting in a queue, in order",
-        responses: { 200: z.array(WAITING_CALL) },
+        responses: { 200: z.lazy(() => z.array(WAITING_CALL)) },
         errors: { 404: "`QueueNotFound`" },
-      }, async (c) => {
+      }), async (c) => {
         const id = pathId(c, "queueId");
         const calls = await waitingCalls(services, id);
         if (!calls) throw queueNotFound(String(id));
@@ -183,17 +190,17 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/supervision/agents",
       acl("agents.read"),
-      operation({
+      operation(() => ({
         summary: "What each agent is doing, and its counts since midnight",
-        query: queueQuery,
-        responses: { 200: z.array(AGENT_FIGURES) },
+        query: queueQuery(),
+        responses: { 200: z.lazy(() => z.array(AGENT_FIGURES)) },
         errors: { 400: "`BadRequest`: a `queue` that is no id" },
-      }, async (c) => c.json(await agentFigures(services, queueIds(c)))),
+      }), async (c) => c.json(await agentFigures(services, queueIds(c)))),
     )
     .get(
       "/supervision/history",
       acl("history.read"),
-      operation({
+      operation(() => ({
         summary: "A row per day and queue, and per day and agent (JSON, or CSV by `Accept`)",
         query: z.object({
           from: z.string().meta({ description: "The first day, YYYY-MM-DD" }),
@@ -206,7 +213,7 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
         errors: {
           400: "`BadRequest`: no `from`, a day that is no date, `to` before `from`, too many days",
         },
-      }, async (c) => {
+      }), async (c) => {
         const from = c.req.query("from");
         const to = c.req.query("to");
         const problem = historyRangeProblem(from, to, services.supervision.settings.retentionDays);
@@ -236,7 +243,7 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
     .post(
       member,
       memberAcl("create"),
-      operation({
+      operation(() => ({
         summary: "Makes the agent a member of the queue, or gives it that penalty",
         body: { content: { "application/json": memberBody }, required: false },
         responses: { 204: null },
@@ -244,7 +251,7 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
           400: "`JsonErrorDecoding`: a body not JSON, or not the model",
           404: "`QueueNotFound`, `AgentNotFound`",
         },
-      }, async (c) => {
+      }), async (c) => {
         const queueId = pathId(c, "queueId");
         const agentId = pathId(c, "agentId");
         const { penalty } = await optionalBody(c, memberBody);
@@ -256,11 +263,11 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
     .delete(
       member,
       memberAcl("delete"),
-      operation({
+      operation(() => ({
         summary: "Takes the agent out of the queue",
         responses: { 204: null },
         errors: { 404: "`QueueNotFound`, `AgentNotFound`", 409: "`AgentNotInQueue`" },
-      }, async (c) => {
+      }), async (c) => {
         const queueId = pathId(c, "queueId");
         const agentId = pathId(c, "agentId");
         await answered(() => removeFromQueue(services, queueId, agentId));

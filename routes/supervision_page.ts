@@ -63,21 +63,24 @@ export function supervisionPageRoutes(config: Pick<Config, "casUrl" | "krb5Keyta
   return new Hono<AppEnv>()
     .get(
       "/supervision",
-      operation({
+      operation(() => ({
         summary: "The supervisor's wallboard, a page to open in a browser",
         description: "Signs in as a supervisor (a CTI user whose `supervision_enabled` is true) " +
           "and shows the queues, the agents and the calls waiting, live over the CTI channel.",
         responses: { 200: { mediaType: "text/html", description: "The page" } },
-      }, (c) => c.html(page, 200, HEADERS)),
+      }), (c) => c.html(page, 200, HEADERS)),
     )
     .get(
       "/supervision/:file",
-      operation({
+      operation(() => ({
         summary: "A file of the supervisor's wallboard (its script and style sheet)",
-        params: { file: z.string().meta({ examples: Object.keys(SUPERVISION_FILES) }) },
+        // built on first use (`z.lazy`), not at every start (docs/performance.md)
+        params: {
+          file: z.lazy(() => z.string().meta({ examples: Object.keys(SUPERVISION_FILES) })),
+        },
         responses: { 200: { mediaType: "*/*", description: "The file" } },
         errors: { 404: "`NotFound`: no such file" },
-      }, (c) => {
+      }), (c) => {
         const name = c.req.param("file") ?? "";
         const file = fileOf(name);
         if (!file) throw new ApiError(404, "NotFound", `no file ${name} in the supervision page`);

@@ -46,12 +46,15 @@ export const XIVO_AUTH_BACKENDS = ["xivo_service", "xivo_user"] as const;
 
 type Backend = typeof XIVO_AUTH_BACKENDS[number];
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** The body of every error here, xivo-auth's: `reason` holds one text. */
-export const XIVO_AUTH_ERROR_BODY = z.object({
-  reason: z.array(z.string()),
-  timestamp: z.array(z.number()),
-  status_code: z.number().int(),
-});
+export const XIVO_AUTH_ERROR_BODY = z.lazy(() =>
+  z.object({
+    reason: z.array(z.string()),
+    timestamp: z.array(z.number()),
+    status_code: z.number().int(),
+  })
+);
 
 /** An answer in xivo-auth's error form; `reason` is its one text. */
 export class XivoAuthError extends Error {

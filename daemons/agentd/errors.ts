@@ -10,8 +10,9 @@ import { type AppEnv, logUnreachable, storeLimitError } from "../../lib/http.ts"
 import type { Logger } from "../../lib/log.ts";
 import { PlatformRefusal } from "../../lib/platform/port.ts";
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** The body of every error here, e.g. `{"error": "no such agent"}`. */
-export const AGENTD_ERROR_BODY = z.object({ error: z.string() });
+export const AGENTD_ERROR_BODY = z.lazy(() => z.object({ error: z.string() }));
 
 export class AgentdError extends Error {
   constructor(readonly status: ContentfulStatusCode, message: string) {

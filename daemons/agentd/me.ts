@@ -33,11 +33,11 @@ export function userAgentRoutes(services: Services): Hono<AppEnv> {
     .get(
       "/",
       acl("read"),
-      operation({
+      operation(() => ({
         summary: "The status of the user's own agent",
         responses: { 200: AGENT_STATUS },
         errors: { 404: "`no such agent`: the user has none" },
-      }, async (c) => {
+      }), async (c) => {
         const { agent } = await ownAgent(services, c);
         return c.json(await agentStatus(services, agent));
       }),
@@ -46,7 +46,7 @@ export function userAgentRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/login",
       acl("login.create"),
-      operation({
+      operation(() => ({
         summary: "Logs the user's agent in on one of the user's lines",
         body: userLoginBody,
         responses: { 204: null },
@@ -55,7 +55,7 @@ export function userAgentRoutes(services: Services): Hono<AppEnv> {
           404: "`no such agent`, `no such extension and context`",
           409: "`already logged`, `extension and context already in use`",
         },
-      }, async (c) => {
+      }), async (c) => {
         const { line_id } = await readFields(c, userLoginBody);
         const { user, agent } = await ownAgent(services, c);
         if ((await platform.agentPresence(agent.id)).logged) throw alreadyLogged();
@@ -77,11 +77,11 @@ export function userAgentRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/logoff",
       acl("logoff.create"),
-      operation({
+      operation(() => ({
         summary: "Logs the user's agent off",
         responses: { 204: null },
         errors: { 404: "`no such agent`", 409: "`not logged in`" },
-      }, async (c) => {
+      }), async (c) => {
         const { agent } = await ownAgent(services, c);
         await refusalsAnswered(() => platform.agentLogout(agent.id));
         return c.body(null, 204);
@@ -90,12 +90,12 @@ export function userAgentRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/pause",
       acl("pause.create"),
-      operation({
+      operation(() => ({
         summary: "Pauses the user's agent",
         body: { content: { "application/json": pauseBody }, required: false },
         responses: { 204: null },
         errors: { 404: "`no such agent`", 409: "`not logged in`" },
-      }, async (c) => {
+      }), async (c) => {
         const { reason } = await readFields(c, pauseBody, { optional: true });
         const { agent } = await ownAgent(services, c);
         await refusalsAnswered(() => platform.agentPause(agent.id, reason ?? null));
@@ -105,11 +105,11 @@ export function userAgentRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/unpause",
       acl("unpause.create"),
-      operation({
+      operation(() => ({
         summary: "Unpauses the user's agent",
         responses: { 204: null },
         errors: { 404: "`no such agent`", 409: "`not logged in`" },
-      }, async (c) => {
+      }), async (c) => {
         const { agent } = await ownAgent(services, c);
         await refusalsAnswered(() => platform.agentUnpause(agent.id));
         return c.body(null, 204);

@@ -34,7 +34,7 @@ export function agentRoutes(services: Services): Hono<AppEnv> {
     "/",
     agentdAcl(tokens, "agentd.agents.read"),
     operation(
-      { summary: "The status of every agent", responses: { 200: z.array(AGENT_STATUS) } },
+      () => ({ summary: "The status of every agent", responses: { 200: z.array(AGENT_STATUS) } }),
       async (c) => c.body(await agentListJson(services), 200, JSON_TYPE),
     ),
   );
@@ -43,10 +43,10 @@ export function agentRoutes(services: Services): Hono<AppEnv> {
   app.post(
     "/logoff",
     agentdAcl(tokens, "agentd.agents.logoff.create"),
-    operation({
+    operation(() => ({
       summary: "Logs every logged agent off",
       responses: { 204: null },
-    }, async (c) => {
+    }), async (c) => {
       for (const { agent } of await loggedAgents(services)) {
         await skippingNotLogged(() => platform.agentLogout(agent.id));
       }
@@ -58,10 +58,10 @@ export function agentRoutes(services: Services): Hono<AppEnv> {
   app.post(
     "/relog",
     agentdAcl(tokens, "agentd.agents.relog.create"),
-    operation({
+    operation(() => ({
       summary: "Logs every logged agent off and back on where it was",
       responses: { 204: null },
-    }, async (c) => {
+    }), async (c) => {
       for (const { agent, extension, context } of await loggedAgents(services)) {
         try {
           await platform.agentLogout(agent.id);
@@ -88,10 +88,10 @@ const JSON_TYPE = { "Content-Type": "application/json" };
  */
 export function serviceStatus({ store, platform }: Services) {
   const state = z.object({ status: z.enum(["ok", "fail"]) });
-  return operation({
+  return operation(() => ({
     summary: "The daemon's components: the store and the telephony platform",
     responses: { 200: z.object({ store: state, platform: state }) },
-  }, async (c: Context<AppEnv>) => {
+  }), async (c: Context<AppEnv>) => {
     const state = (up: boolean) => ({ status: up ? "ok" : "fail" });
     return c.json({ store: state(await store.ping()), platform: state(platform.reachable()) });
   });
@@ -111,18 +111,18 @@ function oneAgentRoutes(services: Services, key: AgentKey): Hono<AppEnv> {
     .get(
       path,
       acl("read"),
-      operation({
+      operation(() => ({
         summary: `An agent's status, by ${key.param}`,
         responses: { 200: AGENT_STATUS },
         errors: noAgent,
-      }, async (c) => {
+      }), async (c) => {
         return c.json(await agentStatus(services, await pathAgent(services, c, key)));
       }),
     )
     .post(
       `${path}/login`,
       acl("login.create"),
-      operation({
+      operation(() => ({
         summary: "Logs the agent in on the line holding `extension` in `context`",
         body: loginBody,
         responses: { 204: null },
@@ -130,7 +130,7 @@ function oneAgentRoutes(services: Services, key: AgentKey): Hono<AppEnv> {
           ...noAgent,
           409: "`already logged`, `extension and context already in use`",
         },
-      }, async (c) => {
+      }), async (c) => {
         const { extension, context } = await readFields(c, loginBody);
         const agent = await pathAgent(services, c, key);
         await refusalsAnswered(() => platform.agentLogin(agent, extension, context));
@@ -140,11 +140,11 @@ function oneAgentRoutes(services: Services, key: AgentKey): Hono<AppEnv> {
     .post(
       `${path}/logoff`,
       acl("logoff.create"),
-      operation({
+      operation(() => ({
         summary: "Logs the agent off",
         responses: { 204: null },
         errors: notLogged,
-      }, async (c) => {
+      }), async (c) => {
         const agent = await pathAgent(services, c, key);
         await refusalsAnswered(() => platform.agentLogout(agent.id));
         return c.body(null, 204);
@@ -153,12 +153,12 @@ function oneAgentRoutes(services: Services, key: AgentKey): Hono<AppEnv> {
     .post(
       `${path}/pause`,
       acl("pause.create"),
-      operation({
+      operation(() => ({
         summary: "Pauses the agent, with an optional reason",
         body: { content: { "application/json": pauseBody }, required: false },
         responses: { 204: null },
         errors: notLogged,
-      }, async (c) => {
+      }), async (c) => {
         const { reason } = await readFields(c, pauseBody, { optional: true });
         const agent = await pathAgent(services, c, key);
         await refusalsAnswered(() => platform.agentPause(agent.id, reason ?? null));
@@ -168,11 +168,11 @@ function oneAgentRoutes(services: Services, key: AgentKey): Hono<AppEnv> {
     .post(
       `${path}/unpause`,
       acl("unpause.create"),
-      operation({
+      operation(() => ({
         summary: "Unpauses the agent",
         responses: { 204: null },
         errors: notLogged,
-      }, async (c) => {
+      }), async (c) => {
         const agent = await pathAgent(services, c, key);
         await refusalsAnswered(() => platform.agentUnpause(agent.id));
         return c.body(null, 204);
@@ -203,12 +203,12 @@ function membershipRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/:id/add",
       acl("add.create"),
-      operation({
+      operation(() => ({
         summary: "Adds the agent to a queue (penalty 0)",
         body: queueBody,
         responses: { 204: null },
         errors: { 404: "`no such agent`, `no such queue`", 409: "`agent already in queue`" },
-      }, async (c) => {
+      }), async (c) => {
         const { queue_id } = await readFields(c, queueBody);
         const named = await pathAgent(services, c, byId);
         await changeMembership(services, (tx) => load(tx, named.id, queue_id), (queue, agent) => {
@@ -221,12 +221,12 @@ function membershipRoutes(services: Services): Hono<AppEnv> {
     .post(
       "/:id/remove",
       acl("delete.create"),
-      operation({
+      operation(() => ({
         summary: "Removes the agent from a queue",
         body: queueBody,
         responses: { 204: null },
         errors: { 404: "`no such agent`, `no such queue`", 409: "`agent not in queue`" },
-      }, async (c) => {
+      }), async (c) => {
         const { queue_id } = await readFields(c, queueBody);
         const named = await pathAgent(services, c, byId);
         await changeMembership(services, (tx) => load(tx, named.id, queue_id), (queue, agent) => {

@@ -7,65 +7,76 @@ import type { Context } from "hono";
 import * as z from "zod";
 import { invalidData } from "./errors.ts";
 
-const text = z.string().min(1).max(256);
+const text = () => z.string().min(1).max(256);
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** `POST /calls`. */
-export const CALL_REQUEST = z.object({
-  source: z.object({
-    user: text.meta({ description: "The uuid of the user whose phone is rung first" }),
-    line_id: z.number().int().optional().meta({ description: "Must be the user's main line" }),
-    from_mobile: z.boolean().optional().meta({ description: "Ring the user's mobile first" }),
-    all_lines: z.boolean().optional().meta({ description: "Accepted; svc rings the main line" }),
-    auto_answer: z.boolean().optional().meta({ description: "Accepted; has no effect" }),
-  }),
-  destination: z.object({
-    context: text.meta({ description: "Must be the context of the user's main line" }),
-    extension: text,
-    priority: z.number().int().min(1),
-  }),
-  variables: z.record(z.string(), z.string()).optional(),
-});
+export const CALL_REQUEST = z.lazy(() =>
+  z.object({
+    source: z.object({
+      user: text().meta({ description: "The uuid of the user whose phone is rung first" }),
+      line_id: z.number().int().optional().meta({ description: "Must be the user's main line" }),
+      from_mobile: z.boolean().optional().meta({ description: "Ring the user's mobile first" }),
+      all_lines: z.boolean().optional().meta({ description: "Accepted; svc rings the main line" }),
+      auto_answer: z.boolean().optional().meta({ description: "Accepted; has no effect" }),
+    }),
+    destination: z.object({
+      context: text().meta({ description: "Must be the context of the user's main line" }),
+      extension: text(),
+      priority: z.number().int().min(1),
+    }),
+    variables: z.record(z.string(), z.string()).optional(),
+  })
+);
 
 /** `POST /users/me/calls`. */
-export const USER_CALL_REQUEST = z.object({
-  extension: text,
-  variables: z.record(z.string(), z.string()).optional(),
-  line_id: z.number().int().optional().meta({ description: "Must be the user's main line" }),
-  from_mobile: z.boolean().optional(),
-  all_lines: z.boolean().optional().meta({ description: "Accepted; svc rings the main line" }),
-  auto_answer_caller: z.boolean().optional().meta({ description: "Accepted; has no effect" }),
-});
+export const USER_CALL_REQUEST = z.lazy(() =>
+  z.object({
+    extension: text(),
+    variables: z.record(z.string(), z.string()).optional(),
+    line_id: z.number().int().optional().meta({ description: "Must be the user's main line" }),
+    from_mobile: z.boolean().optional(),
+    all_lines: z.boolean().optional().meta({ description: "Accepted; svc rings the main line" }),
+    auto_answer_caller: z.boolean().optional().meta({ description: "Accepted; has no effect" }),
+  })
+);
 
-const flow = z.enum(["attended", "blind"]).default("attended");
+const flow = () => z.enum(["attended", "blind"]).default("attended");
 /** Seconds the recipient rings (attended), null: as long as its own dialplan rings it. */
-const timeout = z.number().int().min(1).max(3600).nullable().optional();
+const timeout = () => z.number().int().min(1).max(3600).nullable().optional();
 
 /** `POST /transfers`. */
-export const TRANSFER_REQUEST = z.strictObject({
-  transferred_call: text,
-  initiator_call: text,
-  context: text,
-  exten: text,
-  flow,
-  variables: z.record(z.string(), z.string()).optional().meta({
-    description: "Must be empty: svc sets no variables on a transfer",
-  }),
-  timeout,
-});
+export const TRANSFER_REQUEST = z.lazy(() =>
+  z.strictObject({
+    transferred_call: text(),
+    initiator_call: text(),
+    context: text(),
+    exten: text(),
+    flow: flow(),
+    variables: z.record(z.string(), z.string()).optional().meta({
+      description: "Must be empty: svc sets no variables on a transfer",
+    }),
+    timeout: timeout(),
+  })
+);
 
 /** `POST /users/me/transfers`. */
-export const USER_TRANSFER_REQUEST = z.strictObject({
-  initiator_call: text,
-  exten: text,
-  flow,
-  timeout,
-});
+export const USER_TRANSFER_REQUEST = z.lazy(() =>
+  z.strictObject({
+    initiator_call: text(),
+    exten: text(),
+    flow: flow(),
+    timeout: timeout(),
+  })
+);
 
 /** `POST /users/me/conferences/adhoc`. */
-export const ADHOC_REQUEST = z.strictObject({
-  host_call_id: text,
-  participant_call_ids: z.array(text).max(32).default([]),
-});
+export const ADHOC_REQUEST = z.lazy(() =>
+  z.strictObject({
+    host_call_id: text(),
+    participant_call_ids: z.array(text()).max(32).default([]),
+  })
+);
 
 /** `PUT …/dtmf?digits=`: the keys to press, one by one. */
 export const DTMF_QUERY = z.object({

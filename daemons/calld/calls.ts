@@ -21,14 +21,17 @@ import { CALL_REQUEST, DTMF_QUERY, parsed, readBody, USER_CALL_REQUEST } from ".
 import { CalldError, invalidData, refused } from "./errors.ts";
 import { calldAcl } from "./guard.ts";
 
-const CALL_LIST = z.object({ items: z.array(CALL) });
-const LIST_QUERY = z.object({
-  application: z.string().optional().meta({
-    description: "A Stasis application: svc runs none, so any answers an empty list",
-  }),
-  application_instance: z.string().optional(),
-  recurse: z.string().optional().meta({ description: "Accepted: svc has one tenant" }),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const CALL_LIST = z.lazy(() => z.object({ items: z.array(CALL) }));
+/** The list's query values, for the OpenAPI document (built with it). */
+const listQuery = () =>
+  z.object({
+    application: z.string().optional().meta({
+      description: "A Stasis application: svc runs none, so any answers an empty list",
+    }),
+    application_instance: z.string().optional(),
+    recurse: z.string().optional().meta({ description: "Accepted: svc has one tenant" }),
+  });
 
 /** A command on one party: its path below the call, its ACL word, and what it does. */
 interface Action {
@@ -104,11 +107,11 @@ export function callRoutes(services: Services): Hono<AppEnv> {
   app.get(
     "/calls",
     calldAcl(tokens, "calld.calls.read"),
-    operation({
+    operation(() => ({
       summary: "The parties of every call in progress",
-      query: LIST_QUERY,
+      query: listQuery(),
       responses: { 200: CALL_LIST },
-    }, async (c) => {
+    }), async (c) => {
       const calls = c.req.query("application") ? [] : await platform.liveCalls();
       return c.json({ items: await callViews(store, calls) });
     }),
@@ -116,7 +119,7 @@ export function callRoutes(services: Services): Hono<AppEnv> {
   app.post(
     "/calls",
     calldAcl(tokens, "calld.calls.create"),
-    operation({
+    operation(() => ({
       summary: "Rings a user's phone (or mobile), then dials an extension from it",
       body: CALL_REQUEST,
       responses: { 201: CALL },
@@ -124,7 +127,7 @@ export function callRoutes(services: Services): Hono<AppEnv> {
         400: "`invalid-data`, `invalid-user`, `invalid-user-line`, `invalid-extension`, " +
           "`user-missing-main-line` or `call-creation` (no mobile number)",
       },
-    }, async (c) => {
+    }), async (c) => {
       const { source, destination, variables } = await readBody(c, CALL_REQUEST);
       const user = await findUserByUuid(store, source.user);
       if (!user) {
@@ -146,11 +149,11 @@ export function callRoutes(services: Services): Hono<AppEnv> {
     "/calls/:call_id",
     calldAcl(tokens, "calld.calls.{call_id}.read"),
     operation(
-      {
+      () => ({
         summary: "One party of a call",
         responses: { 200: CALL },
         errors: { 404: "`no-such-call`" },
-      },
+      }),
       async (c) => {
         const call = await noSuchCall(c.req.param("call_id")!);
         const all = await platform.liveCalls();
@@ -162,7 +165,7 @@ export function callRoutes(services: Services): Hono<AppEnv> {
     "/calls/:call_id",
     calldAcl(tokens, "calld.calls.{call_id}.delete"),
     operation(
-      { summary: "Hangs up (a ringing call: declines it)", responses: { 204: null } },
+      () => ({ summary: "Hangs up (a ringing call: declines it)", responses: { 204: null } }),
       (c) => command(c, c.req.param("call_id")!, { kind: "hangup" }),
     ),
   );
@@ -170,7 +173,7 @@ export function callRoutes(services: Services): Hono<AppEnv> {
     app.put(
       `/calls/:call_id/${action.path}`,
       calldAcl(tokens, `calld.calls.{call_id}.${action.acl}.update`),
-      operation(meta(action), (c) => command(c, c.req.param("call_id")!, action.command(c))),
+      operation(() => meta(action), (c) => command(c, c.req.param("call_id")!, action.command(c))),
     );
   }
 
@@ -178,11 +181,11 @@ export function callRoutes(services: Services): Hono<AppEnv> {
   app.get(
     "/users/me/calls",
     calldAcl(tokens, "calld.users.me.calls.read", me),
-    operation({
+    operation(() => ({
       summary: "The parties of the user's own calls",
-      query: LIST_QUERY.omit({ recurse: true }),
+      query: listQuery().omit({ recurse: true }),
       responses: { 200: CALL_LIST },
-    }, async (c) => {
+    }), async (c) => {
       const calls = c.req.query("application") ? [] : await callsOf(platform, tokenUser(c));
       const all = await platform.liveCalls();
       const views = await callViews(store, all);
@@ -193,12 +196,12 @@ export function callRoutes(services: Services): Hono<AppEnv> {
   app.post(
     "/users/me/calls",
     calldAcl(tokens, "calld.users.me.calls.create", me),
-    operation({
+    operation(() => ({
       summary: "Rings the user's phone (or mobile), then dials an extension from it",
       body: USER_CALL_REQUEST,
       responses: { 201: CALL },
       errors: { 400: "`invalid-data`, `invalid-user-line`, `user-missing-main-line`" },
-    }, async (c) => {
+    }), async (c) => {
       const body = await readBody(c, USER_CALL_REQUEST);
       const user = await getUser(store, tokenUser(c));
       if (!user) throw new CalldError(400, "invalid-user", "Invalid user: not found");
@@ -215,7 +218,7 @@ export function callRoutes(services: Services): Hono<AppEnv> {
     "/users/me/calls/:call_id",
     calldAcl(tokens, "calld.users.me.calls.{call_id}.delete", me),
     operation(
-      { summary: "Hangs up one of the user's calls", responses: { 204: null } },
+      () => ({ summary: "Hangs up one of the user's calls", responses: { 204: null } }),
       (c) => ownCommand(c, { kind: "hangup" }),
     ),
   );
@@ -224,7 +227,7 @@ export function callRoutes(services: Services): Hono<AppEnv> {
       `/users/me/calls/:call_id/${action.path}`,
       calldAcl(tokens, `calld.users.me.calls.{call_id}.${action.acl}.update`, me),
       operation(
-        meta(action, " (one of the user's calls)"),
+        () => meta(action, " (one of the user's calls)"),
         (c) => ownCommand(c, action.command(c)),
       ),
     );

@@ -38,16 +38,17 @@ export function conferenceRoutes(services: Services): Hono<AppEnv> {
   app.post(
     base,
     calldAcl(tokens, "calld.users.me.conferences.adhoc.create", { me: true }),
-    operation({
+    operation(() => ({
       summary: "Merges one of the user's calls and the peers of its calls into a conference",
       body: ADHOC_REQUEST,
-      responses: { 201: z.object({ conference_id: z.string() }) },
+      // built on first use (`z.lazy`), not at every start (docs/performance.md)
+      responses: { 201: z.lazy(() => z.object({ conference_id: z.string() })) },
       errors: {
         400: "`invalid-data`, `host-call-not-found`, `participant-call-not-found` or " +
           "`host-call-creation-error` (a participant is not the peer of the user's calls)",
         409: "`host-already-in-conference` or `participant-already-in-conference`",
       },
-    }, async (c) => {
+    }), async (c) => {
       const { host_call_id: host, participant_call_ids: participants } = await readBody(
         c,
         ADHOC_REQUEST,
@@ -88,11 +89,11 @@ export function conferenceRoutes(services: Services): Hono<AppEnv> {
   app.delete(
     `${base}/:conference_id`,
     calldAcl(tokens, "calld.users.me.conferences.adhoc.delete", { me: true }),
-    operation({
+    operation(() => ({
       summary: "Ends one of the user's conferences: every member is hung up",
       responses: { 204: null },
       errors: { 404: "`adhoc-conference-not-found` (or another user's)" },
-    }, async (c) => {
+    }), async (c) => {
       const { id } = await own(c);
       await refused(() => platform.endConference(id), { adhoc_conference_id: id });
       return c.body(null, 204);
@@ -101,7 +102,7 @@ export function conferenceRoutes(services: Services): Hono<AppEnv> {
   app.put(
     `${base}/:conference_id/participants/:call_id`,
     calldAcl(tokens, "calld.users.me.conferences.adhoc.participants.update", { me: true }),
-    operation({
+    operation(() => ({
       summary: "Adds the peer of one of the user's calls to one of its conferences",
       responses: { 204: null },
       errors: {
@@ -109,7 +110,7 @@ export function conferenceRoutes(services: Services): Hono<AppEnv> {
         404: "`adhoc-conference-not-found`",
         409: "`participant-already-in-conference`",
       },
-    }, async (c) => {
+    }), async (c) => {
       const { id } = await own(c);
       const callId = c.req.param("call_id")!;
       await refused(() => liveCall(platform, callId), { participant_call_id: callId }, PARTICIPANT);
@@ -124,14 +125,14 @@ export function conferenceRoutes(services: Services): Hono<AppEnv> {
   app.delete(
     `${base}/:conference_id/participants/:call_id`,
     calldAcl(tokens, "calld.users.me.conferences.adhoc.participants.delete", { me: true }),
-    operation({
+    operation(() => ({
       summary: "Hangs up a member of one of the user's conferences (the host: all of them)",
       responses: { 204: null },
       errors: {
         400: "`participant-call-not-found`: no member of that conference",
         404: "`adhoc-conference-not-found`",
       },
-    }, async (c) => {
+    }), async (c) => {
       const { id } = await own(c);
       const callId = c.req.param("call_id")!;
       await refused(

@@ -10,12 +10,15 @@ import { type AppEnv, logUnreachable, storeLimitError } from "../../lib/http.ts"
 import type { Logger } from "../../lib/log.ts";
 import { PlatformRefusal } from "../../lib/platform/port.ts";
 
-export const CALLD_ERROR_BODY = z.object({
-  message: z.string(),
-  error_id: z.string(),
-  details: z.record(z.string(), z.unknown()),
-  timestamp: z.number(),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+export const CALLD_ERROR_BODY = z.lazy(() =>
+  z.object({
+    message: z.string(),
+    error_id: z.string(),
+    details: z.record(z.string(), z.unknown()),
+    timestamp: z.number(),
+  })
+);
 
 export class CalldError extends Error {
   constructor(

@@ -17,16 +17,19 @@ import { readBody, TRANSFER_REQUEST, USER_TRANSFER_REQUEST } from "./body.ts";
 import { type Answer, CalldError, invalidData, refused } from "./errors.ts";
 import { calldAcl } from "./guard.ts";
 
-export const TRANSFER = z.object({
-  id: z.string(),
-  initiator_uuid: z.string(),
-  initiator_tenant_uuid: z.string(),
-  transferred_call: z.string(),
-  initiator_call: z.string(),
-  recipient_call: z.string().nullable(),
-  status: z.enum(["ringback", "answered", "blind_transferred"]),
-  flow: z.enum(["attended", "blind"]),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+export const TRANSFER = z.lazy(() =>
+  z.object({
+    id: z.string(),
+    initiator_uuid: z.string(),
+    initiator_tenant_uuid: z.string(),
+    transferred_call: z.string(),
+    initiator_call: z.string(),
+    recipient_call: z.string().nullable(),
+    status: z.enum(["ringback", "answered", "blind_transferred"]),
+    flow: z.enum(["attended", "blind"]),
+  })
+);
 
 /** A transfer that cannot start: which party, in wazo-calld's words. */
 const CREATION: Record<string, Answer> = {
@@ -73,12 +76,12 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
   app.post(
     "/transfers",
     calldAcl(tokens, "calld.transfers.create"),
-    operation({
+    operation(() => ({
       summary: "Transfers a call's peer to an extension, blind or attended",
       body: TRANSFER_REQUEST,
       responses: { 201: TRANSFER },
       errors: CREATION_ERRORS,
-    }, async (c) => {
+    }), async (c) => {
       const body = await readBody(c, TRANSFER_REQUEST);
       if (Object.keys(body.variables ?? {}).length) {
         throw invalidData({ variables: ["svc sets no variables on a transfer"] });
@@ -103,11 +106,11 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
     "/transfers/:transfer_id",
     calldAcl(tokens, "calld.transfers.{transfer_id}.read"),
     operation(
-      {
+      () => ({
         summary: "A transfer in progress",
         responses: { 200: TRANSFER },
         errors: { 404: "`no-such-transfer`" },
-      },
+      }),
       async (c) => c.json(await transferView(store, await known(c.req.param("transfer_id")!))),
     ),
   );
@@ -115,11 +118,11 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
     "/transfers/:transfer_id/complete",
     calldAcl(tokens, "calld.transfers.{transfer_id}.complete.update"),
     operation(
-      {
+      () => ({
         summary: "Completes an attended transfer",
         responses: { 204: null },
         errors: { 404: "`no-such-transfer`" },
-      },
+      }),
       async (c) => {
         const { id } = await known(c.req.param("transfer_id")!);
         await refused(() => platform.completeTransfer(id), { transfer_id: id });
@@ -131,11 +134,11 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
     "/transfers/:transfer_id",
     calldAcl(tokens, "calld.transfers.{transfer_id}.delete"),
     operation(
-      {
+      () => ({
         summary: "Cancels an attended transfer",
         responses: { 204: null },
         errors: { 404: "`no-such-transfer`" },
-      },
+      }),
       async (c) => {
         const { id } = await known(c.req.param("transfer_id")!);
         await refused(() => platform.cancelTransfer(id), { transfer_id: id });
@@ -148,10 +151,10 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
   app.get(
     "/users/me/transfers",
     calldAcl(tokens, "calld.users.me.transfers.read", me),
-    operation({
+    operation(() => ({
       summary: "The user's transfers in progress",
-      responses: { 200: z.object({ items: z.array(TRANSFER) }) },
-    }, async (c) => {
+      responses: { 200: z.lazy(() => z.object({ items: z.array(TRANSFER) })) },
+    }), async (c) => {
       const userId = tokenUser(c);
       const mine = (await platform.transfers()).filter((t) => t.initiatorUserId === userId);
       return c.json({ items: await Promise.all(mine.map((t) => transferView(store, t))) });
@@ -160,12 +163,12 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
   app.post(
     "/users/me/transfers",
     calldAcl(tokens, "calld.users.me.transfers.create", me),
-    operation({
+    operation(() => ({
       summary: "Transfers the peer of one of the user's calls to an extension of its context",
       body: USER_TRANSFER_REQUEST,
       responses: { 201: TRANSFER },
       errors: { ...CREATION_ERRORS, 403: "`user-permission-denied`: another user's call" },
-    }, async (c) => {
+    }), async (c) => {
       const body = await readBody(c, USER_TRANSFER_REQUEST);
       const user = await getUser(store, tokenUser(c));
       if (!user) throw new CalldError(400, "invalid-user", "Invalid user: not found");
@@ -186,11 +189,11 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
   app.put(
     "/users/me/transfers/:transfer_id/complete",
     calldAcl(tokens, "calld.users.me.transfers.{transfer_id}.complete.update", me),
-    operation({
+    operation(() => ({
       summary: "Completes one of the user's attended transfers",
       responses: { 204: null },
       errors: { 403: "`user-permission-denied`", 404: "`no-such-transfer`" },
-    }, async (c) => {
+    }), async (c) => {
       const { id } = await own(c, c.req.param("transfer_id")!);
       await refused(() => platform.completeTransfer(id), { transfer_id: id });
       return c.body(null, 204);
@@ -199,11 +202,11 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
   app.delete(
     "/users/me/transfers/:transfer_id",
     calldAcl(tokens, "calld.users.me.transfers.{transfer_id}.delete", me),
-    operation({
+    operation(() => ({
       summary: "Cancels one of the user's attended transfers",
       responses: { 204: null },
       errors: { 403: "`user-permission-denied`", 404: "`no-such-transfer`" },
-    }, async (c) => {
+    }), async (c) => {
       const { id } = await own(c, c.req.param("transfer_id")!);
       await refused(() => platform.cancelTransfer(id), { transfer_id: id });
       return c.body(null, 204);

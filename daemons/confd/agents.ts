@@ -20,21 +20,25 @@ export type AgentView = Omit<AgentRecord, "password_hash"> & {
   queues: { id: number; name: string; penalty: number }[];
 };
 
-const editable = {
+/** The fields an agent's creation and change share (a function: built with the schemas, on use). */
+const editable = () => ({
   firstname: fields.text(128).optional(),
   lastname: fields.text(128).optional(),
   password: fields.text(128).optional(),
   language: fields.text(20).optional(),
   description: fields.text(1024).optional(),
   preprocess_subroutine: fields.text(39).optional(),
-};
-
-const createSchema = z.object({
-  number: z.string().regex(/^\d{1,40}$/, "Must be 1 to 40 digits."),
-  ...editable,
 });
 
-const updateSchema = z.object({ number: z.unknown().optional(), ...editable });
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const createSchema = z.lazy(() =>
+  z.object({
+    number: z.string().regex(/^\d{1,40}$/, "Must be 1 to 40 digits."),
+    ...editable(),
+  })
+);
+
+const updateSchema = z.lazy(() => z.object({ number: z.unknown().optional(), ...editable() }));
 
 export const agentResource: Resource<AgentRecord, AgentView> = {
   path: "/agents",

@@ -24,17 +24,19 @@ export interface CallQualificationView {
   queues: { id: number }[];
 }
 
-const subQualification = z.object({
-  id: z.number().int("Not a valid integer.").positive("Must be greater than 0.").optional(),
-  name: fields.name(128),
-});
+/** A qualification's body (a function: the schemas below build it on first use). */
+const qualificationObject = () =>
+  z.object({
+    name: fields.name(128),
+    sub_qualifications: z.array(z.object({
+      id: z.number().int("Not a valid integer.").positive("Must be greater than 0.").optional(),
+      name: fields.name(128),
+    })).optional(),
+  });
 
-const createSchema = z.object({
-  name: fields.name(128),
-  sub_qualifications: z.array(subQualification).optional(),
-});
-
-const updateSchema = createSchema.partial();
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const createSchema = z.lazy(qualificationObject);
+const updateSchema = z.lazy(() => qualificationObject().partial());
 
 /** The API shape of a qualification. */
 export const callQualificationView = (record: CallQualificationRecord): CallQualificationView => ({

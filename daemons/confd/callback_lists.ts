@@ -19,34 +19,37 @@ import { touchQueue } from "./queues.ts";
 
 export type CallbackListView = Omit<CallbackListRecord, "id">;
 
-const time = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "Must be a time HH:MM.");
-
-const period = z.object({
-  name: fields.name(128),
-  periodStart: time,
-  periodEnd: time,
-  default: fields.boolean().optional(),
-}).refine((p) => p.periodStart < p.periodEnd, "periodEnd must be after periodStart.");
-
-const periods = z.array(period).superRefine((list, ctx) => {
-  if (list.filter((p) => p.default).length !== 1) {
-    ctx.addIssue({ code: "custom", message: "Exactly one period must be the default." });
-  }
-  const names = list.map((p) => p.name);
-  const repeated = names.findIndex((name, i) => names.indexOf(name) !== i);
-  if (repeated >= 0) {
-    ctx.addIssue({ code: "custom", path: [repeated, "name"], message: "Repeated period name." });
-  }
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const periods = z.lazy(() => {
+  const time = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, "Must be a time HH:MM.");
+  const period = z.object({
+    name: fields.name(128),
+    periodStart: time,
+    periodEnd: time,
+    default: fields.boolean().optional(),
+  }).refine((p) => p.periodStart < p.periodEnd, "periodEnd must be after periodStart.");
+  return z.array(period).superRefine((list, ctx) => {
+    if (list.filter((p) => p.default).length !== 1) {
+      ctx.addIssue({ code: "custom", message: "Exactly one period must be the default." });
+    }
+    const names = list.map((p) => p.name);
+    const repeated = names.findIndex((name, i) => names.indexOf(name) !== i);
+    if (repeated >= 0) {
+      ctx.addIssue({ code: "custom", path: [repeated, "name"], message: "Repeated period name." });
+    }
+  });
 });
 
-const editable = {
-  name: fields.name(128),
-  queue_id: z.number().int("Not a valid integer.").positive("Must be greater than 0."),
-  periods: periods.optional(),
-};
+/** A list's body (a function: the schemas below build it on first use). */
+const listObject = () =>
+  z.object({
+    name: fields.name(128),
+    queue_id: z.number().int("Not a valid integer.").positive("Must be greater than 0."),
+    periods: periods.optional(),
+  });
 
-const createSchema = z.object(editable);
-const updateSchema = createSchema.partial();
+const createSchema = z.lazy(listObject);
+const updateSchema = z.lazy(() => listObject().partial());
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -24,15 +24,17 @@ import { confdAcl } from "./guard.ts";
 
 const LABEL = "CallPermission";
 
-const schema = z.object({
-  name: fields.name(128).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
-  password: z.string().regex(/^\d{1,16}$/, "Must be 1 to 16 digits.").nullable().optional(),
-  mode: z.enum(["allow", "deny"]).optional(),
-  // an extension given twice is kept once, in the place it first appears
-  extensions: z.array(exten()).transform((list) => [...new Set(list)]).optional(),
-  enabled: fields.boolean().optional(),
-  description: fields.text(1024).optional(),
-});
+/** The body (a function: `bodyRecords` builds the schemas on first use, not at every start). */
+const schema = () =>
+  z.object({
+    name: fields.name(128).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
+    password: z.string().regex(/^\d{1,16}$/, "Must be 1 to 16 digits.").nullable().optional(),
+    mode: z.enum(["allow", "deny"]).optional(),
+    // an extension given twice is kept once, in the place it first appears
+    extensions: z.array(exten()).transform((list) => [...new Set(list)]).optional(),
+    enabled: fields.boolean().optional(),
+    description: fields.text(1024).optional(),
+  });
 
 export const callPermissionResource: Resource<
   CallPermissionRecord,

@@ -9,29 +9,35 @@ import { check, fields } from "./body.ts";
 import type { Resource } from "./crud.ts";
 import { inputError, resourceError } from "./errors.ts";
 
-const range = z.object({
-  start: z.string().regex(/^\d{1,16}$/, "Must be digits."),
-  end: z.string().regex(/^\d{1,16}$/, "Must be digits."),
-}).refine(
-  (r) => r.start.length === r.end.length && Number(r.start) <= Number(r.end),
-  "end must have the length of start and not be below it.",
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const range = z.lazy(() =>
+  z.object({
+    start: z.string().regex(/^\d{1,16}$/, "Must be digits."),
+    end: z.string().regex(/^\d{1,16}$/, "Must be digits."),
+  }).refine(
+    (r) => r.start.length === r.end.length && Number(r.start) <= Number(r.end),
+    "end must have the length of start and not be below it.",
+  )
 );
 
-const editable = {
+/** The fields a context's creation and change share (a function: built with the schemas, on use). */
+const editable = () => ({
   display_name: fields.text(128).optional(),
   type: z.enum(["internal", "incall", "outcall", "services", "others"]).optional(),
   description: fields.text(1024).optional(),
   enabled: fields.boolean().optional(),
   user_ranges: z.array(range).optional(),
   queue_ranges: z.array(range).optional(),
-};
-
-const createSchema = z.object({
-  name: fields.name(39).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
-  ...editable,
 });
 
-const updateSchema = z.object({ name: z.unknown().optional(), ...editable });
+const createSchema = z.lazy(() =>
+  z.object({
+    name: fields.name(39).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
+    ...editable(),
+  })
+);
+
+const updateSchema = z.lazy(() => z.object({ name: z.unknown().optional(), ...editable() }));
 
 const FIELDS = [
   "id",

@@ -15,7 +15,7 @@ import type { Store } from "../../lib/store/store.ts";
 import { check, integerId, readBody } from "./body.ts";
 import { alreadyExists, type ConfdError, notFound } from "./errors.ts";
 import { confdAcl } from "./guard.ts";
-import { LIST_QUERY, listBody, listItems } from "./list.ts";
+import { listBody, listItems, listQuery } from "./list.ts";
 import { operation } from "../../lib/openapi/operation.ts";
 
 type Item = Record<string, unknown>;
@@ -126,18 +126,22 @@ type RequiredKeys<O> = { [K in keyof O]-?: undefined extends O[K] ? never : K }[
 
 /**
  * `create` and `update` for records of `collection` that are their body: POST makes
- * `{id, ...defaults, ...body}` from a body `schema` accepts, PUT changes the fields sent.
- * `collection` only gives the record type; `defaults` must hold every field the body may omit.
+ * `{id, ...defaults, ...body}` from a body the schema `object` builds accepts, PUT changes the
+ * fields sent. `collection` only gives the record type; `defaults` must hold every field the body
+ * may omit. The schemas are built on first use (`z.lazy`), not at every start
+ * (docs/performance.md).
  *
  * @example
+ * const schema = () => z.object({ name: fields.name(128) });
  * const writes = bodyRecords(labels, schema, { description: null });
  */
 export function bodyRecords<T extends { id: number }, S extends z.ZodObject>(
   _collection: Collection<T>,
-  schema: S,
+  object: () => S,
   defaults: Omit<T, "id" | RequiredKeys<z.output<S>>>,
 ) {
-  const partial = schema.partial();
+  const schema = z.lazy(object);
+  const partial = z.lazy(() => object().partial());
   return {
     schemas: { create: schema, update: partial },
     create: (_tx: Transaction, body: Item, id: number) =>
@@ -196,12 +200,12 @@ export function resourceRoutes<T extends { id: Id }, V extends object, C, U>(
     .get(
       path,
       confdAcl(tokens, `${acl}.read`),
-      operation({
+      operation(() => ({
         summary: `Lists the ${label.toLowerCase()} records`,
         description: `Filters: \`?<field>=<value>\` for ${resource.fields.join(", ")}.`,
-        query: LIST_QUERY,
+        query: listQuery(),
         responses: { 200: listBody(view) },
-      }, async (c) => {
+      }), async (c) => {
         const items = await views(store, await collection.all(store));
         return c.json(listItems(c, items, { fields: resource.fields, search: resource.search }));
       }),
@@ -209,12 +213,12 @@ export function resourceRoutes<T extends { id: Id }, V extends object, C, U>(
     .post(
       path,
       confdAcl(tokens, `${acl}.create`),
-      operation({
+      operation(() => ({
         summary: `Creates a ${label.toLowerCase()} record`,
         body: resource.schemas?.create ?? anyObject,
         responses: { 201: view },
         errors: { 400: "`Input Error - …`, `Resource Error - … already exists …`" },
-      }, async (c) => {
+      }), async (c) => {
         const body = await readBody(c, anyObject);
         const input = resource.bodies ? resource.bodies.create(body) : body as C;
         const id = await newId(store);
@@ -231,11 +235,11 @@ export function resourceRoutes<T extends { id: Id }, V extends object, C, U>(
     .get(
       one,
       confdAcl(tokens, `${acl}.{${param}}.read`),
-      operation({
+      operation(() => ({
         summary: `One ${label.toLowerCase()} record`,
         responses: { 200: view },
         errors: notFoundError,
-      }, async (c) => {
+      }), async (c) => {
         const record = await getOr404(store, collection, label, idOf(c), param);
         return c.json(await viewOf(record));
       }),
@@ -243,12 +247,12 @@ export function resourceRoutes<T extends { id: Id }, V extends object, C, U>(
     .put(
       one,
       confdAcl(tokens, `${acl}.{${param}}.update`),
-      operation({
+      operation(() => ({
         summary: `Changes the fields sent of a ${label.toLowerCase()} record`,
         body: resource.schemas?.update ?? anyObject,
         responses: { 204: null },
         errors: { ...notFoundError, 400: "`Input Error - …`, `Resource Error - …`" },
-      }, async (c) => {
+      }), async (c) => {
         const id = idOf(c);
         const body = await readBody(c, anyObject);
         const input = resource.bodies ? resource.bodies.update(body) : body as U;
@@ -263,11 +267,11 @@ export function resourceRoutes<T extends { id: Id }, V extends object, C, U>(
     .delete(
       one,
       confdAcl(tokens, `${acl}.{${param}}.delete`),
-      operation({
+      operation(() => ({
         summary: `Deletes a ${label.toLowerCase()} record`,
         responses: { 204: null },
         errors: { ...notFoundError, 400: "`Resource Error - … is associated with …`" },
-      }, async (c) => {
+      }), async (c) => {
         const id = idOf(c);
         const deleted = await transact(store, async (tx) => {
           const current = await loadOr404(tx, collection, label, id, param);

@@ -15,26 +15,29 @@ import { notFound, resourceError } from "./errors.ts";
 
 const text = fields.text;
 
-const schema = z.object({
-  mac: text(17)
-    .refine((mac) => mac === null || normalizeMac(mac) !== null, {
-      message: "Must be a MAC address such as aa:bb:cc:dd:ee:ff.",
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const schema = z.lazy(() =>
+  z.object({
+    mac: text(17)
+      .refine((mac) => mac === null || normalizeMac(mac) !== null, {
+        message: "Must be a MAC address such as aa:bb:cc:dd:ee:ff.",
+      })
+      .transform((mac) => mac === null ? null : normalizeMac(mac))
+      .optional(),
+    ip: text(39).refine((ip) => ip === null || canonicalAddress(ip) !== null, {
+      message: "Not a valid IP address.",
     })
-    .transform((mac) => mac === null ? null : normalizeMac(mac))
-    .optional(),
-  ip: text(39).refine((ip) => ip === null || canonicalAddress(ip) !== null, {
-    message: "Not a valid IP address.",
+      .optional(),
+    sn: text(128).optional(),
+    vendor: text(128).optional(),
+    model: text(128).optional(),
+    version: text(128).optional(),
+    plugin: text(128).optional(),
+    description: text(1024).optional(),
+    template_id: text(128).optional(),
+    options: z.record(z.string(), z.unknown()).optional(),
   })
-    .optional(),
-  sn: text(128).optional(),
-  vendor: text(128).optional(),
-  model: text(128).optional(),
-  version: text(128).optional(),
-  plugin: text(128).optional(),
-  description: text(1024).optional(),
-  template_id: text(128).optional(),
-  options: z.record(z.string(), z.unknown()).optional(),
-});
+);
 
 /** What a device id is: 32 lowercase hex characters. */
 const DEVICE_ID = /^[0-9a-f]{32}$/;

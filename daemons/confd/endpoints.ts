@@ -45,9 +45,12 @@ const SINGLE_SIP_OPTIONS = new Set(
     "snom-aoc-enabled maxforwards disallowed-methods textsupport").split(" "),
 );
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** `[name, value]` pairs; a value such as `allow` = `ulaw,alaw` stays one option (16.05). */
-const options = z.array(
-  z.tuple([fields.name(80), z.string().max(2048, "Longer than maximum length 2048.")]),
+const options = z.lazy(() =>
+  z.array(
+    z.tuple([fields.name(80), z.string().max(2048, "Longer than maximum length 2048.")]),
+  )
 );
 
 /** Refuses a listed SIP parameter given twice, naming it. */
@@ -61,29 +64,33 @@ function singleSipOptions(list: EndpointOption[] | undefined): void {
   }
 }
 
-const sipSchema = z.object({
-  username: z.string().regex(
-    /^[a-zA-Z0-9_.+-]{1,40}$/,
-    "Must be 1 to 40 letters, digits or the characters _ . + -.",
-  ).optional(),
-  secret: z.string().regex(
-    /^[\x21-\x7e]{1,80}$/,
-    "Must be 1 to 80 printable characters without spaces.",
-  ).optional(),
-  type: z.enum(["friend", "peer", "user"]).optional(),
-  host: fields.name(255).optional(),
-  options: options.optional(),
-});
+const sipSchema = z.lazy(() =>
+  z.object({
+    username: z.string().regex(
+      /^[a-zA-Z0-9_.+-]{1,40}$/,
+      "Must be 1 to 40 letters, digits or the characters _ . + -.",
+    ).optional(),
+    secret: z.string().regex(
+      /^[\x21-\x7e]{1,80}$/,
+      "Must be 1 to 80 printable characters without spaces.",
+    ).optional(),
+    type: z.enum(["friend", "peer", "user"]).optional(),
+    host: fields.name(255).optional(),
+    options: options.optional(),
+  })
+);
 
-const sccpSchema = z.object({ options: options.optional() });
+/** The SCCP and custom bodies (functions: `bodyRecords` builds their schemas on first use). */
+const sccpSchema = () => z.object({ options: options.optional() });
 
-const customSchema = z.object({
-  interface: fields.name(128).regex(
-    /^[a-zA-Z0-9#*./_@:-]+$/,
-    "Must be letters, digits or the characters # * . / _ @ : -.",
-  ),
-  enabled: fields.boolean().optional(),
-});
+const customSchema = () =>
+  z.object({
+    interface: fields.name(128).regex(
+      /^[a-zA-Z0-9#*./_@:-]+$/,
+      "Must be letters, digits or the characters # * . / _ @ : -.",
+    ),
+    enabled: fields.boolean().optional(),
+  });
 
 /** The API shape of an endpoint: `line` instead of `line_id`. */
 export function endpointView<T extends EndpointRecord>({ line_id, ...endpoint }: T) {

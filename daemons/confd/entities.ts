@@ -57,11 +57,13 @@ export function withUsers<T extends { user_ids: number[] }>(record: T) {
   return { ...rest, users: user_ids.map((id) => ({ id })) };
 }
 
-const schema = z.object({
-  name: fields.name(64).regex(/^[a-zA-Z0-9_.-]+$/, "Must be letters, digits, ., - or _."),
-  display_name: fields.text(128).optional(),
-  description: fields.text(1024).optional(),
-});
+/** The body (a function: `bodyRecords` builds the schemas on first use, not at every start). */
+const schema = () =>
+  z.object({
+    name: fields.name(64).regex(/^[a-zA-Z0-9_.-]+$/, "Must be letters, digits, ., - or _."),
+    display_name: fields.text(128).optional(),
+    description: fields.text(1024).optional(),
+  });
 
 export const entityResource: Resource<EntityRecord, EntityRecord> = {
   path: "/entities",

@@ -10,8 +10,9 @@ import { type AppEnv, logUnreachable, storeLimitError } from "../../lib/http.ts"
 import type { Logger } from "../../lib/log.ts";
 import { UniqueConflict } from "../../lib/store/records.ts";
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** The body of every error here: `<kind> - <what>` texts, e.g. `Input Error - field …`. */
-export const CONFD_ERROR_BODY = z.array(z.string()).min(1);
+export const CONFD_ERROR_BODY = z.lazy(() => z.array(z.string()).min(1));
 
 export class ConfdError extends Error {
   constructor(readonly status: ContentfulStatusCode, readonly messages: string[]) {

@@ -27,11 +27,17 @@ export const exten = () =>
     "Must be digits, * or #, or a pattern starting with _.",
   );
 
-const schema = z.object({
-  exten: exten(),
-  context: fields.name(39),
-  enabled: fields.boolean().optional(),
-});
+/** An extension's body (a function: the schemas below build it on first use). */
+const extensionObject = () =>
+  z.object({
+    exten: exten(),
+    context: fields.name(39),
+    enabled: fields.boolean().optional(),
+  });
+
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const schema = z.lazy(extensionObject);
+const updateSchema = z.lazy(() => extensionObject().partial());
 
 /** The API shape: `line` instead of `line_id`. */
 function view({ line_id, ...extension }: ExtensionRecord) {
@@ -51,7 +57,7 @@ export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view
     return { id, enabled: true, line_id: null, ...input };
   },
   async update(tx, current, body) {
-    const next = { ...current, ...check(schema.partial(), body) };
+    const next = { ...current, ...check(updateSchema, body) };
     if (next.exten === current.exten && next.context === current.context) return next;
     await requireContext(tx, next.context);
     const line = current.line_id === null ? null : await tx.get(lines, current.line_id);

@@ -5,10 +5,12 @@ import { type LabelRecord, labels } from "../../lib/store/labels.ts";
 import { fields } from "./body.ts";
 import { bodyRecords, type Resource, resourceRoutes } from "./crud.ts";
 
-const schema = z.object({
-  name: fields.name(128),
-  description: fields.text(1024).optional(),
-});
+/** The body (a function: `bodyRecords` builds the schemas on first use, not at every start). */
+const schema = () =>
+  z.object({
+    name: fields.name(128),
+    description: fields.text(1024).optional(),
+  });
 
 export const labelResource: Resource<LabelRecord, LabelRecord> = {
   path: "/labels",

@@ -51,7 +51,8 @@ const LINE = "Line";
 /** The only registrar: lines show it, and bodies may name it (or null, meaning it). */
 const REGISTRAR = "default";
 
-const editable = {
+/** The fields a line's creation and change share (a function: built with the schemas, on use). */
+const editable = () => ({
   position: fields.integer(1, 2147483647).optional(),
   provisioning_code: z.string().regex(/^\d{6}$/, "Must be 6 digits.").optional(),
   caller_id_name: fields.text(80).optional(),
@@ -61,11 +62,12 @@ const editable = {
   registrar: fields.text(128).refine((id) => id === null || id === REGISTRAR, {
     error: (issue) => `Registrar was not found ${describe({ id: String(issue.input) })}`,
   }).optional(),
-};
+});
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** Read-only fields (`name`, `protocol`, `device_slot`, `provisioning_extension`…) are dropped. */
-const createSchema = z.object({ context: fields.name(39), ...editable });
-const updateSchema = z.object({ context: fields.name(39).optional(), ...editable });
+const createSchema = z.lazy(() => z.object({ context: fields.name(39), ...editable() }));
+const updateSchema = z.lazy(() => z.object({ context: fields.name(39).optional(), ...editable() }));
 
 const LINE_LIST = {
   fields: [
@@ -89,9 +91,11 @@ const LINE_LIST = {
 const DEVICE_LINE_LIST = { fields: ["line_id", "device_id"], search: [] };
 
 /** `PUT /users/{id}/lines`: every line of the user, the main line first. */
-const userLinesSchema = z.object({
-  lines: z.array(z.object({ id: z.number().int("Not a valid integer.") })),
-});
+const userLinesSchema = z.lazy(() =>
+  z.object({
+    lines: z.array(z.object({ id: z.number().int("Not a valid integer.") })),
+  })
+);
 
 const USER_LIST = {
   fields: ["id", "uuid", "firstname", "lastname", "main_user"],

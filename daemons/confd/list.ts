@@ -30,15 +30,19 @@ export function fold(text: string): string {
   return text.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase();
 }
 
-/** The query values every list takes besides its field filters, for the OpenAPI document. */
-export const LIST_QUERY = z.object({
-  search: z.string().optional().meta({ description: "Text searched in the text fields" }),
-  order: z.string().optional().meta({ description: "The field to sort by" }),
-  direction: z.enum(["asc", "desc"]).optional(),
-  limit: z.int().min(1).optional(),
-  offset: z.int().min(0).optional(),
-  skip: z.int().min(0).optional().meta({ description: "Deprecated: `offset`" }),
-});
+/**
+ * The query values every list takes besides its field filters, for the OpenAPI document (a
+ * function: built with the document, not at every start).
+ */
+export const listQuery = () =>
+  z.object({
+    search: z.string().optional().meta({ description: "Text searched in the text fields" }),
+    order: z.string().optional().meta({ description: "The field to sort by" }),
+    direction: z.enum(["asc", "desc"]).optional(),
+    limit: z.int().min(1).optional(),
+    offset: z.int().min(0).optional(),
+    skip: z.int().min(0).optional().meta({ description: "Deprecated: `offset`" }),
+  });
 
 /** A list answer of `item`s. */
 export const listBody = (item: z.ZodType) =>

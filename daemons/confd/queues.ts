@@ -40,21 +40,25 @@ export type QueueView = Omit<QueueRecord, "members"> & {
   agents: { id: number; penalty: number }[];
 };
 
-const editable = {
+/** The fields a queue's creation and change share (a function: built with the schemas, on use). */
+const editable = () => ({
   display_name: fields.text(128).optional(),
   number: z.string().regex(/^\d{1,40}$/, "Must be 1 to 40 digits.").nullable().optional(),
   context: fields.name(39).optional(),
   wrapup_seconds: fields.integer(0, 86400).optional(),
-};
-
-const createSchema = z.object({
-  name: fields.name(128).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
-  ...editable,
 });
 
-const updateSchema = z.object({ name: z.unknown().optional(), ...editable });
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const createSchema = z.lazy(() =>
+  z.object({
+    name: fields.name(128).regex(/^[a-zA-Z0-9_-]+$/, "Must be letters, digits, - or _."),
+    ...editable(),
+  })
+);
 
-const penaltySchema = z.object({ penalty: fields.integer(0, 2147483647).optional() });
+const updateSchema = z.lazy(() => z.object({ name: z.unknown().optional(), ...editable() }));
+
+const penaltySchema = z.lazy(() => z.object({ penalty: fields.integer(0, 2147483647).optional() }));
 
 const queueView = ({ members, ...queue }: QueueRecord): QueueView => ({
   ...queue,

@@ -22,17 +22,20 @@ import { confdAcl } from "./guard.ts";
 
 const LABEL = "Switchboard";
 
-const schema = z.object({ name: fields.name(128) });
+/** The body (a function: `bodyRecords` builds the schemas on first use). */
+const schema = () => z.object({ name: fields.name(128) });
 
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** The body the clients send: every member, by uuid. */
-const membersSchema = z.object({ users: z.array(z.object({ uuid: z.string() })) });
+const membersSchema = z.lazy(() => z.object({ users: z.array(z.object({ uuid: z.string() })) }));
 
-const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "Must be a date YYYY-MM-DD.").refine(
-  (text) => !Number.isNaN(Date.parse(text)) && new Date(text).toISOString().startsWith(text),
-  "Must be a date YYYY-MM-DD.",
-).optional();
-
-const statsQuery = z.object({ from: day, until: day });
+const statsQuery = z.lazy(() => {
+  const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "Must be a date YYYY-MM-DD.").refine(
+    (text) => !Number.isNaN(Date.parse(text)) && new Date(text).toISOString().startsWith(text),
+    "Must be a date YYYY-MM-DD.",
+  ).optional();
+  return z.object({ from: day, until: day });
+});
 
 /** How a switchboard shows a member. */
 const member = ({ uuid, firstname, lastname }: UserRecord) => ({ uuid, firstname, lastname });

@@ -41,7 +41,8 @@ import { listItems, listJson } from "./list.ts";
 const SERVICE_NAMES: readonly ServiceName[] = ["dnd", "incallfilter"];
 
 const text = fields.text;
-const editable = {
+/** The fields a user's creation and change share (a function: built with the schemas, on use). */
+const editable = () => ({
   lastname: text(128).optional(),
   email: text(254).refine((v) => v === null || /^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(v), {
     message: "Not a valid email address.",
@@ -74,10 +75,15 @@ const editable = {
   call_tranfer_enabled: fields.boolean().optional(),
   ring_seconds: fields.integer(0, 10800).optional(),
   simultaneous_calls: fields.integer(1, 20).optional(),
-};
+});
 
-export const userCreateSchema = z.object({ firstname: fields.name(128), ...editable });
-export const userUpdateSchema = z.object({ firstname: fields.name(128).optional(), ...editable });
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+export const userCreateSchema = z.lazy(() =>
+  z.object({ firstname: fields.name(128), ...editable() })
+);
+export const userUpdateSchema = z.lazy(() =>
+  z.object({ firstname: fields.name(128).optional(), ...editable() })
+);
 
 /**
  * The API shape of a user: every field but the password hash and the internal last event id,
@@ -208,22 +214,24 @@ function blockingAssociation(user: UserRecord): string | null {
   return null;
 }
 
-const forwardSchema = z.object({
-  enabled: fields.boolean().optional(),
-  destination: text(MAX_DESTINATION_LENGTH).optional(),
-});
-
-const forwardsSchema = z.object(
-  Object.fromEntries(FORWARD_KINDS.map((kind) => [kind, forwardSchema.optional()])),
+const forwardSchema = z.lazy(() =>
+  z.object({
+    enabled: fields.boolean().optional(),
+    destination: text(MAX_DESTINATION_LENGTH).optional(),
+  })
 );
 
-const serviceSchema = z.object({ enabled: fields.boolean() });
+const forwardsSchema = z.lazy(() =>
+  z.object(Object.fromEntries(FORWARD_KINDS.map((kind) => [kind, forwardSchema.optional()])))
+);
+
+const serviceSchema = z.lazy(() => z.object({ enabled: fields.boolean() }));
 
 /** `PUT /users/{id}/services`: the services present change; one without `enabled` keeps it. */
-const serviceChange = z.object({ enabled: fields.boolean().optional() }).optional();
-const servicesSchema = z.object(
-  Object.fromEntries(SERVICE_NAMES.map((name) => [name, serviceChange])),
-);
+const servicesSchema = z.lazy(() => {
+  const change = z.object({ enabled: fields.boolean().optional() }).optional();
+  return z.object(Object.fromEntries(SERVICE_NAMES.map((name) => [name, change])));
+});
 
 /** User fields a line's caller id is made of (`mainUserCallerId`). */
 const CALLER_ID_FIELDS = ["caller_id", "firstname", "lastname"] as const;

@@ -28,22 +28,28 @@ import { loadUser } from "./users.ts";
 const digits = (max: number) =>
   z.string().regex(/^\d+$/, "Must be digits.").max(max, `Longer than maximum length ${max}.`);
 
-const schema = z.object({
-  name: fields.name(80),
-  number: digits(40),
-  context: fields.name(39),
-  password: digits(80).nullable().optional(),
-  email: fields.text(80).optional(),
-  pager: fields.text(80).optional(),
-  language: fields.text(20).optional(),
-  timezone: fields.text(80).optional(),
-  max_messages: fields.integer(0, 1_000_000).nullable().optional(),
-  attach_audio: fields.boolean().optional(),
-  delete_messages: fields.boolean().optional(),
-  ask_password: fields.boolean().optional(),
-  enabled: fields.boolean().optional(),
-  options: z.array(z.tuple([z.string(), z.string()])).optional(),
-});
+/** A voicemail's body (a function: the schemas below build it on first use). */
+const voicemailObject = () =>
+  z.object({
+    name: fields.name(80),
+    number: digits(40),
+    context: fields.name(39),
+    password: digits(80).nullable().optional(),
+    email: fields.text(80).optional(),
+    pager: fields.text(80).optional(),
+    language: fields.text(20).optional(),
+    timezone: fields.text(80).optional(),
+    max_messages: fields.integer(0, 1_000_000).nullable().optional(),
+    attach_audio: fields.boolean().optional(),
+    delete_messages: fields.boolean().optional(),
+    ask_password: fields.boolean().optional(),
+    enabled: fields.boolean().optional(),
+    options: z.array(z.tuple([z.string(), z.string()])).optional(),
+  });
+
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const schema = z.lazy(voicemailObject);
+const updateSchema = z.lazy(() => voicemailObject().partial());
 
 /** The views of `records`: `users: [{id, uuid, firstname, lastname}]`, users read at once. */
 async function voicemailViews(store: Store, records: VoicemailRecord[]) {
@@ -107,7 +113,7 @@ export const voicemailResource: Resource<
     };
   },
   async update(tx, current, body) {
-    const next = { ...current, ...check(schema.partial(), body) };
+    const next = { ...current, ...check(updateSchema, body) };
     if (next.context !== current.context) await requireContext(tx, next.context);
     return next;
   },

@@ -15,20 +15,20 @@ import { type Resource, resourceRoutes } from "./crud.ts";
 
 export type WebServiceUserView = Omit<WebServiceUserRecord, "password_hash">;
 
-const editable = {
-  name: fields.name(128).optional(),
-  acls: z.array(
-    fields.name(256).regex(/^\S+$/, "Must not contain white space."),
-  ).max(1000, "More than 1000 ACLs.").optional(),
-};
+/** A web service user's body (a function: the schemas below build it on first use). */
+const userObject = () =>
+  z.object({
+    login: fields.name(64).regex(/^[a-zA-Z0-9._@-]+$/, "Must be letters, digits, ., _, @ or -."),
+    password: fields.name(128),
+    name: fields.name(128).optional(),
+    acls: z.array(
+      fields.name(256).regex(/^\S+$/, "Must not contain white space."),
+    ).max(1000, "More than 1000 ACLs.").optional(),
+  });
 
-const createSchema = z.object({
-  login: fields.name(64).regex(/^[a-zA-Z0-9._@-]+$/, "Must be letters, digits, ., _, @ or -."),
-  password: fields.name(128),
-  ...editable,
-});
-
-const updateSchema = createSchema.partial();
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const createSchema = z.lazy(userObject);
+const updateSchema = z.lazy(() => userObject().partial());
 
 export const webServiceUserResource: Resource<WebServiceUserRecord, WebServiceUserView> = {
   path: "/webservice_users",

@@ -21,23 +21,26 @@ import { confdAcl } from "./guard.ts";
 
 const alreadyRun = () => new ConfdError(403, ["Forbidden - the wizard has already run"]);
 
-const ipv4 = z.string().regex(
-  /^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/,
-  "Must be an IPv4 address.",
-);
 const label = "[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?";
 
-const network = z.object({
-  hostname: z.string().max(63, "Longer than maximum length 63.")
-    .regex(new RegExp(`^${label}$`), "Must be a host name."),
-  domain: z.string().max(255, "Longer than maximum length 255.")
-    .regex(new RegExp(`^(${label}\\.)*${label}$`), "Must be a domain name."),
-  interface: z.string().regex(/^[\w:.-]{1,64}$/, "Must be an interface name.").nullable()
-    .optional(),
-  ip_address: ipv4.nullable().optional(),
-  netmask: ipv4.nullable().optional(),
-  gateway: ipv4.nullable().optional(),
-  nameservers: z.array(ipv4).max(3, "At most 3 name servers.").optional(),
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const network = z.lazy(() => {
+  const ipv4 = z.string().regex(
+    /^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/,
+    "Must be an IPv4 address.",
+  );
+  return z.object({
+    hostname: z.string().max(63, "Longer than maximum length 63.")
+      .regex(new RegExp(`^${label}$`), "Must be a host name."),
+    domain: z.string().max(255, "Longer than maximum length 255.")
+      .regex(new RegExp(`^(${label}\\.)*${label}$`), "Must be a domain name."),
+    interface: z.string().regex(/^[\w:.-]{1,64}$/, "Must be an interface name.").nullable()
+      .optional(),
+    ip_address: ipv4.nullable().optional(),
+    netmask: ipv4.nullable().optional(),
+    gateway: ipv4.nullable().optional(),
+    nameservers: z.array(ipv4).max(3, "At most 3 name servers.").optional(),
+  });
 });
 
 const LANGUAGES = ["de_DE", "en_US", "es_ES", "fr_FR", "fr_CA", "it_IT", "nl_NL"] as const;
@@ -51,19 +54,21 @@ const isTimeZone = (zone: string) => {
   }
 };
 
-const wizardSchema = z.object({
-  admin_password: z.string().regex(
-    /^[\x21-\x7e]{4,64}$/,
-    "Must be 4 to 64 printable ASCII characters without spaces.",
-  ),
-  license: z.literal(true, "Must be true: the license must be accepted."),
-  language: z.enum(LANGUAGES).optional(),
-  timezone: z.string().max(128, "Longer than maximum length 128.")
-    .refine(isTimeZone, "Must be a known time zone, e.g. Europe/Paris.").optional(),
-  entity_name: fields.name(64).nullable().optional(),
-  network: network.nullable().optional(),
-  run_scripts: fields.boolean().optional(),
-});
+const wizardSchema = z.lazy(() =>
+  z.object({
+    admin_password: z.string().regex(
+      /^[\x21-\x7e]{4,64}$/,
+      "Must be 4 to 64 printable ASCII characters without spaces.",
+    ),
+    license: z.literal(true, "Must be true: the license must be accepted."),
+    language: z.enum(LANGUAGES).optional(),
+    timezone: z.string().max(128, "Longer than maximum length 128.")
+      .refine(isTimeZone, "Must be a known time zone, e.g. Europe/Paris.").optional(),
+    entity_name: fields.name(64).nullable().optional(),
+    network: network.nullable().optional(),
+    run_scripts: fields.boolean().optional(),
+  })
+);
 
 /** The machine's time zone as the runtime knows it. */
 const localTimeZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone;

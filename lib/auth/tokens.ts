@@ -29,18 +29,21 @@ export interface IssuedToken {
   ttl: number;
 }
 
-const claimsSchema = z.object({
-  login: z.string(),
-  expiresAt: z.number().int(),
-  issuedAt: z.number().int(),
-  userType: z.enum(["cti", "webservice"]),
-  acls: z.array(z.string()),
-  sub: z.string(),
-  exp: z.number().int(),
-  iat: z.number().int(),
-  jti: z.string(),
-  v: z.literal(TOKEN_VERSION),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const claimsSchema = z.lazy(() =>
+  z.object({
+    login: z.string(),
+    expiresAt: z.number().int(),
+    issuedAt: z.number().int(),
+    userType: z.enum(["cti", "webservice"]),
+    acls: z.array(z.string()),
+    sub: z.string(),
+    exp: z.number().int(),
+    iat: z.number().int(),
+    jti: z.string(),
+    v: z.literal(TOKEN_VERSION),
+  })
+);
 
 const invalidToken = (message: string) => new ApiError(403, "InvalidToken", message);
 

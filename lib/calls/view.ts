@@ -7,33 +7,38 @@ import type { LiveCall } from "../platform/call_control.ts";
 import type { Store } from "../store/store.ts";
 import { getUser } from "../store/users.ts";
 
-export const CALL = z.object({
-  call_id: z.string().meta({ description: "The leg's uniqueId (the uniqueId of its PhoneEvents)" }),
-  conversation_id: z.string().meta({ description: "The call's linkedId, shared by its legs" }),
-  user_uuid: z.string().nullable(),
-  status: z.enum(["Ringing", "Up"]),
-  bridges: z.array(z.string()).meta({ description: "The ad-hoc conference it is in, if any" }),
-  talking_to: z.record(z.string(), z.string().nullable()).meta({
-    description: "call_id → user_uuid of the parties it hears (null: no user's)",
-  }),
-  creation_time: z.string(),
-  answer_time: z.string().nullable(),
-  hangup_time: z.null(),
-  caller_id_name: z.string().meta({ description: "This party's own name" }),
-  caller_id_number: z.string().meta({ description: "This party's own number" }),
-  peer_caller_id_name: z.string(),
-  peer_caller_id_number: z.string(),
-  on_hold: z.boolean(),
-  muted: z.boolean(),
-  record_state: z.enum(["inactive", "active", "paused"]),
-  is_caller: z.boolean(),
-  is_video: z.boolean(),
-  dialed_extension: z.string(),
-  sip_call_id: z.null(),
-  line_id: z.number().int().nullable(),
-  direction: z.enum(["internal", "inbound", "outbound"]),
-  parked: z.boolean(),
-});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+export const CALL = z.lazy(() =>
+  z.object({
+    call_id: z.string().meta({
+      description: "The leg's uniqueId (the uniqueId of its PhoneEvents)",
+    }),
+    conversation_id: z.string().meta({ description: "The call's linkedId, shared by its legs" }),
+    user_uuid: z.string().nullable(),
+    status: z.enum(["Ringing", "Up"]),
+    bridges: z.array(z.string()).meta({ description: "The ad-hoc conference it is in, if any" }),
+    talking_to: z.record(z.string(), z.string().nullable()).meta({
+      description: "call_id → user_uuid of the parties it hears (null: no user's)",
+    }),
+    creation_time: z.string(),
+    answer_time: z.string().nullable(),
+    hangup_time: z.null(),
+    caller_id_name: z.string().meta({ description: "This party's own name" }),
+    caller_id_number: z.string().meta({ description: "This party's own number" }),
+    peer_caller_id_name: z.string(),
+    peer_caller_id_number: z.string(),
+    on_hold: z.boolean(),
+    muted: z.boolean(),
+    record_state: z.enum(["inactive", "active", "paused"]),
+    is_caller: z.boolean(),
+    is_video: z.boolean(),
+    dialed_extension: z.string(),
+    sip_call_id: z.null(),
+    line_id: z.number().int().nullable(),
+    direction: z.enum(["internal", "inbound", "outbound"]),
+    parked: z.boolean(),
+  })
+);
 
 export type CallView = z.infer<typeof CALL>;
 

@@ -50,23 +50,32 @@ export interface OperationMeta {
   errors?: Record<number, string>;
 }
 
-const operations = new WeakMap<Handler, OperationMeta>();
+/** What a route declares: its metadata, or a function answering it (built on first use). */
+export type OperationDoc = OperationMeta | (() => OperationMeta);
+
+const operations = new WeakMap<Handler, OperationDoc>();
 
 /**
  * Declares what a route does for the OpenAPI document and answers `handler` itself (so the
- * declaration costs nothing per request).
+ * declaration costs nothing per request). Given as a function, the metadata (its zod schemas) is
+ * built when the document is first generated, not at every start (docs/performance.md).
  *
  * @example
- * app.post("/dnd/:username", acl, operation({ summary: "Set DND", body, responses: { 200: ok } }, handler));
+ * app.post("/dnd/:username", acl, operation(() => ({ summary: "Set DND", body, responses: { 200: ok } }), handler));
  */
-export function operation<H extends Handler>(meta: OperationMeta, handler: H): H {
-  operations.set(handler, meta);
+export function operation<H extends Handler>(doc: OperationDoc, handler: H): H {
+  operations.set(handler, doc);
   return handler;
 }
 
-/** What `operation()` declared of `handler`, if anything. */
-export const operationOf = (handler: unknown): OperationMeta | undefined =>
-  operations.get(handler as Handler);
+/** What `operation()` declared of `handler`, if anything (built then kept, when a function). */
+export function operationOf(handler: unknown): OperationMeta | undefined {
+  const doc = operations.get(handler as Handler);
+  if (typeof doc !== "function") return doc;
+  const meta = doc();
+  operations.set(handler as Handler, meta);
+  return meta;
+}
 
 /** What a guard requires: a token, and the ACL template filled from the path (when any). */
 export interface GuardInfo {

@@ -25,7 +25,7 @@ import {
   zeros,
 } from "../store/supervision.ts";
 import { agentZone, supervisionSettings } from "./counting.ts";
-import { AGENT_DAY, agentDayFigures, iso } from "./day_figures.ts";
+import { agentDayFields, agentDayFigures, iso } from "./day_figures.ts";
 import { dayOf, dayStart } from "./days.ts";
 
 export const ACTIVITIES = [
@@ -159,28 +159,31 @@ function liveOf(
   };
 }
 
-/** An agent as `GET /supervision/agents` shows it. */
-export const AGENT_FIGURES = z.object({
-  id: z.int(),
-  number: z.string(),
-  firstname: z.string().nullable(),
-  lastname: z.string().nullable(),
-  state: z.enum(ACTIVITIES),
-  call: z.enum(["queue", "incoming", "outgoing"]).nullable().meta({
-    description: "The call it is on or rung for",
-  }),
-  since: z.string().nullable().meta({
-    description: "When it entered its state (ISO 8601 UTC), null when unknown",
-  }),
-  paused: z.boolean(),
-  pausedReason: z.string().nullable(),
-  extension: z.string().nullable(),
-  loggedSince: z.string().nullable().meta({ description: "When it logged in (ISO 8601 UTC)" }),
-  queues: z.array(z.object({ id: z.int(), name: z.string(), penalty: z.int() })),
-  today: AGENT_DAY.extend({
-    day: z.string().meta({ description: "YYYY-MM-DD in the default time zone" }),
-  }),
-});
+/** An agent as `GET /supervision/agents` shows it (built on first use, `z.lazy`). */
+export const AGENT_FIGURES = z.lazy(() =>
+  z.object({
+    id: z.int(),
+    number: z.string(),
+    firstname: z.string().nullable(),
+    lastname: z.string().nullable(),
+    state: z.enum(ACTIVITIES),
+    call: z.enum(["queue", "incoming", "outgoing"]).nullable().meta({
+      description: "The call it is on or rung for",
+    }),
+    since: z.string().nullable().meta({
+      description: "When it entered its state (ISO 8601 UTC), null when unknown",
+    }),
+    paused: z.boolean(),
+    pausedReason: z.string().nullable(),
+    extension: z.string().nullable(),
+    loggedSince: z.string().nullable().meta({ description: "When it logged in (ISO 8601 UTC)" }),
+    queues: z.array(z.object({ id: z.int(), name: z.string(), penalty: z.int() })),
+    today: z.object({
+      ...agentDayFields(),
+      day: z.string().meta({ description: "YYYY-MM-DD in the default time zone" }),
+    }),
+  })
+);
 
 export type AgentFigures = z.infer<typeof AGENT_FIGURES>;
 

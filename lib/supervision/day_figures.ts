@@ -35,8 +35,8 @@ export function percent(part: number, whole: number): number | null {
   return Math.min(100, Math.round((part / whole) * 1000) / 10);
 }
 
-/** A queue's figures of one day. */
-export const QUEUE_DAY = z.object({
+/** The fields of a queue's figures of one day (a function: built on use, not at every start). */
+export const queueDayFields = () => ({
   entered: z.int().meta({ description: "Calls that joined the queue" }),
   answered: z.int().meta({ description: "Calls an agent answered" }),
   abandoned: z.int().meta({ description: "Calls whose caller hung up while waiting" }),
@@ -62,7 +62,8 @@ export const QUEUE_DAY = z.object({
   }),
 });
 
-export type QueueDayFigures = z.infer<typeof QUEUE_DAY>;
+/** A queue's figures of one day. */
+export type QueueDayFigures = z.infer<z.ZodObject<ReturnType<typeof queueDayFields>>>;
 
 /** The figures of a queue's day counters. */
 export function queueDayFigures(counters: Record<QueueStat, number>): QueueDayFigures {
@@ -82,8 +83,8 @@ export function queueDayFigures(counters: Record<QueueStat, number>): QueueDayFi
   };
 }
 
-/** An agent's figures of one day. */
-export const AGENT_DAY = z.object({
+/** The fields of an agent's figures of one day. */
+export const agentDayFields = () => ({
   answered: z.int().meta({ description: "Queue calls answered" }),
   missed: z.int().meta({ description: "Queue calls that rang the agent, not answered" }),
   talkSeconds: z.int().meta({ description: "Time on queue calls" }),
@@ -91,7 +92,8 @@ export const AGENT_DAY = z.object({
   loginSeconds: z.int().meta({ description: "Time logged in" }),
 });
 
-export type AgentDayFigures = z.infer<typeof AGENT_DAY>;
+/** An agent's figures of one day. */
+export type AgentDayFigures = z.infer<z.ZodObject<ReturnType<typeof agentDayFields>>>;
 
 /** The figures of an agent's day counters, plus `live` ms of what is still going on. */
 export function agentDayFigures(
