@@ -294,7 +294,7 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
       requireAcl(tokens, "svc.rest.callback_lists.read"),
       operation(() => ({
         summary: "The callback lists, each with its pending requests",
-        responses: { 200: z.lazy(() => z.array(listSchema)) },
+        responses: { 200: z.array(listSchema) },
       }), async (c) => {
         const lists = [...await listCallbackLists(store)].sort((a, b) =>
           a.name === b.name ? (a.uuid < b.uuid ? -1 : 1) : (a.name < b.name ? -1 : 1)
@@ -311,12 +311,10 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
         summary: "Imports callback requests into a list from a CSV text (`|`-separated)",
         body: importSchema,
         responses: {
-          201: z.lazy(() =>
-            z.object({
-              created: z.array(z.object({ uuid: z.string(), phoneNumber: z.string() })),
-              failed: z.array(z.object({ line: z.int(), errors: z.array(z.string()) })),
-            })
-          ),
+          201: z.object({
+            created: z.array(z.object({ uuid: z.string(), phoneNumber: z.string() })),
+            failed: z.array(z.object({ line: z.int(), errors: z.array(z.string()) })),
+          }),
         },
         errors: { 400: "`BadRequest`: an unknown list, a bad header, too many lines" },
       }), async (c) => {
@@ -399,7 +397,7 @@ export function callbackRoutes(services: Services): Hono<AppEnv> {
         summary: "The holder calls back: the call starts from the agent's line",
         body: { content: { "application/json": holderSchema }, required: false },
         responses: {
-          200: z.lazy(() => z.object({ linkedId: z.string(), request: requestSchema })),
+          200: z.object({ linkedId: z.string(), request: requestSchema }),
         },
         errors: {
           ...workflowErrors,

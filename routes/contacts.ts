@@ -514,9 +514,7 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
         body: {
           content: {
             "text/csv": null,
-            "multipart/form-data": z.lazy(() =>
-              z.object({ file: z.string().meta({ format: "binary" }) })
-            ),
+            "multipart/form-data": z.object({ file: z.string().meta({ format: "binary" }) }),
           },
         },
         responses: { 201: importAnswer },

@@ -113,7 +113,7 @@ export function docsPageRoutes(files: () => Promise<Record<string, DocsFile>> = 
       operation(() => ({
         summary: "A file of the documentation page (Swagger UI's, served from its npm package)",
         // built on first use (`z.lazy`), not at every start (docs/performance.md)
-        params: { asset: z.lazy(() => z.string().meta({ examples: [...ASSETS] })) },
+        params: { asset: z.string().meta({ examples: [...ASSETS] }) },
         responses: { 200: { mediaType: "*/*", description: "The file" } },
         errors: { 404: "`NotFound`: no such file" },
       }), async (c) => {

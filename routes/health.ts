@@ -51,7 +51,7 @@ export function healthRoutes({ store, platform }: Services) {
       "/version",
       operation(() => ({
         summary: "The version and the git revision of this build (docs/metrics.md)",
-        responses: { 200: z.lazy(() => z.object({ version: z.string(), revision: z.string() })) },
+        responses: { 200: z.object({ version: z.string(), revision: z.string() }) },
       }), (c) => c.json(buildInfo())),
     );
 }

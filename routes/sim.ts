@@ -54,7 +54,7 @@ export function simRoutes(sim: SimPlatform, { tokens }: Services): Hono<AppEnv> 
       requireAcl(tokens, "svc.rest.sim.phones.read"),
       operation(() => ({
         summary: "The simulated phones and what each does",
-        responses: { 200: z.lazy(() => z.array(z.looseObject({ extension: z.string() }))) },
+        responses: { 200: z.array(z.looseObject({ extension: z.string() })) },
       }), async (c) => c.json(await sim.phones())),
     )
     .get(
@@ -62,7 +62,7 @@ export function simRoutes(sim: SimPlatform, { tokens }: Services): Hono<AppEnv> 
       requireAcl(tokens, "svc.rest.sim.calls.read"),
       operation(() => ({
         summary: "The simulated calls in progress",
-        responses: { 200: z.lazy(() => z.array(z.looseObject({}))) },
+        responses: { 200: z.array(z.looseObject({})) },
       }), (c) => c.json(sim.calls())),
     )
     .post(
@@ -86,7 +86,7 @@ export function simRoutes(sim: SimPlatform, { tokens }: Services): Hono<AppEnv> 
         summary: "How a simulated phone answers its calls",
         body: policySchema,
         responses: {
-          200: z.lazy(() => z.looseObject({ extension: z.string(), policy: z.string() })),
+          200: z.looseObject({ extension: z.string(), policy: z.string() }),
         },
         errors: { 400: "`BadRequest`", 404: "`PhoneNotFound`" },
       }), async (c) => {

@@ -169,7 +169,7 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
       operation(() => ({
         summary: "Queues' live figures and their counts since midnight",
         query: queueQuery(),
-        responses: { 200: z.lazy(() => z.array(QUEUE_FIGURES)) },
+        responses: { 200: z.array(QUEUE_FIGURES) },
         errors: { 400: "`BadRequest`: a `queue` that is no id" },
       }), async (c) => c.json(await queueFigures(services, queueIds(c)))),
     )
@@ -178,7 +178,7 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
       acl("queues.{queueId}.calls.read"),
       operation(() => ({
         summary: "The calls waiting in a queue, in order",
-        responses: { 200: z.lazy(() => z.array(WAITING_CALL)) },
+        responses: { 200: z.array(WAITING_CALL) },
         errors: { 404: "`QueueNotFound`" },
       }), async (c) => {
         const id = pathId(c, "queueId");
@@ -193,7 +193,7 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
       operation(() => ({
         summary: "What each agent is doing, and its counts since midnight",
         query: queueQuery(),
-        responses: { 200: z.lazy(() => z.array(AGENT_FIGURES)) },
+        responses: { 200: z.array(AGENT_FIGURES) },
         errors: { 400: "`BadRequest`: a `queue` that is no id" },
       }), async (c) => c.json(await agentFigures(services, queueIds(c)))),
     )

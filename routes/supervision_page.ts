@@ -76,7 +76,7 @@ export function supervisionPageRoutes(config: Pick<Config, "casUrl" | "krb5Keyta
         summary: "A file of the supervisor's wallboard (its script and style sheet)",
         // built on first use (`z.lazy`), not at every start (docs/performance.md)
         params: {
-          file: z.lazy(() => z.string().meta({ examples: Object.keys(SUPERVISION_FILES) })),
+          file: z.string().meta({ examples: Object.keys(SUPERVISION_FILES) }),
         },
         responses: { 200: { mediaType: "*/*", description: "The file" } },
         errors: { 404: "`NotFound`: no such file" },

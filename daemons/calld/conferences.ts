@@ -42,7 +42,7 @@ export function conferenceRoutes(services: Services): Hono<AppEnv> {
       summary: "Merges one of the user's calls and the peers of its calls into a conference",
       body: ADHOC_REQUEST,
       // built on first use (`z.lazy`), not at every start (docs/performance.md)
-      responses: { 201: z.lazy(() => z.object({ conference_id: z.string() })) },
+      responses: { 201: z.object({ conference_id: z.string() }) },
       errors: {
         400: "`invalid-data`, `host-call-not-found`, `participant-call-not-found` or " +
           "`host-call-creation-error` (a participant is not the peer of the user's calls)",

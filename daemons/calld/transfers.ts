@@ -153,7 +153,7 @@ export function transferRoutes(services: Services): Hono<AppEnv> {
     calldAcl(tokens, "calld.users.me.transfers.read", me),
     operation(() => ({
       summary: "The user's transfers in progress",
-      responses: { 200: z.lazy(() => z.object({ items: z.array(TRANSFER) })) },
+      responses: { 200: z.object({ items: z.array(TRANSFER) }) },
     }), async (c) => {
       const userId = tokenUser(c);
       const mine = (await platform.transfers()).filter((t) => t.initiatorUserId === userId);
