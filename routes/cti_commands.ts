@@ -25,7 +25,7 @@ import {
   type CallCommandName,
   type Command,
   type CommandName,
-  commandSchemas,
+  commandSchema,
   ctiError,
   type CtiMessage,
   envelopeSchema,
@@ -237,7 +237,7 @@ async function run(
     );
   }
   const fields = <N extends CommandName>(command: N): Command<N> =>
-    checkBody(commandSchemas[command], raw, "BadRequest") as Command<N>;
+    checkBody(commandSchema(command), raw, "BadRequest") as Command<N>;
   /** The user's own agent under the own ACL, else (null) `agentid` done as a supervisor. */
   const agentFor = async (
     command: "agentLogout" | "pauseAgent" | "unpauseAgent",

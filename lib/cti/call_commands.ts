@@ -27,7 +27,7 @@ import { getUser, type UserRecord } from "../store/users.ts";
 import {
   type CallCommandName,
   type Command,
-  commandSchemas,
+  commandSchema,
   conferenceJoined,
   type ConferenceParticipant,
   type CtiMessage,
@@ -70,7 +70,7 @@ export async function runCallCommand(
 ): Promise<void> {
   const { platform, store } = c.services;
   const fields = <N extends CallCommandName>(command: N): Command<N> =>
-    checkBody(commandSchemas[command], raw, "BadRequest") as Command<N>;
+    checkBody(commandSchema(command), raw, "BadRequest") as Command<N>;
   const userId = c.user.id;
   /** `command` on the user's party `call`, under the call's `acl`. */
   const onCall = async (call: LiveCall, acl: string, command: CallCommand) => {

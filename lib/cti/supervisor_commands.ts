@@ -23,7 +23,7 @@ import {
 import { getQueue } from "../store/queues.ts";
 import {
   type Command,
-  commandSchemas,
+  commandSchema,
   type CtiMessage,
   type SupervisorCommandName,
 } from "./messages.ts";
@@ -76,7 +76,7 @@ export async function runSupervisorCommand(
   raw: Record<string, unknown>,
 ): Promise<void> {
   const fields = <N extends SupervisorCommandName>(command: N): Command<N> =>
-    checkBody(commandSchemas[command], raw, "BadRequest") as Command<N>;
+    checkBody(commandSchema(command), raw, "BadRequest") as Command<N>;
   const { services, feed, watcher } = c;
   switch (name) {
     case "subscribeToQueueStats":
