@@ -19,10 +19,14 @@
  *    sign-on…) is kept as text until its first use ({@link coldModules}): the first start of a file
  *    Deno has not run before parses all of its code (about 0.1 ms per KB, docs/performance.md),
  *    run or not, but not the text of a string.
+ * 6. The functions a start runs are compiled with the file, so that V8's code cache holds them
+ *    (`tools/eager_start.ts`): the finished bundle is started once to find them, which also
+ *    checks that it serves.
  */
-import * as acorn from "acorn";
 import { gzipSync } from "node:zlib";
 import { gitRevision, REVISION_SLOT } from "../lib/version.ts";
+import { compiledWithBundle, functionsRunAtStart } from "./eager_start.ts";
+import { isNode, type Node, parse } from "./syntax.ts";
 import { SWAGGER_UI_FILES } from "../routes/docs_assets.ts";
 import { GZIP_MARK } from "../routes/docs_page.ts";
 
@@ -97,12 +101,6 @@ export function asciiOnly(source: string): string {
     (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
 }
-
-/** An ESTree node as acorn gives it. */
-type Node = acorn.Node & Record<string, unknown>;
-
-const isNode = (value: unknown): value is Node =>
-  typeof value === "object" && value !== null && typeof (value as Node).type === "string";
 
 const nameOf = (node: unknown): string | null =>
   isNode(node) && node.type === "Identifier" ? node.name as string : null;
@@ -214,8 +212,6 @@ const COLD_LOADER = "__svc_cold_modules";
  * using `import.meta`, which evaluated code cannot, stays code.
  */
 export function coldModules(bundle: string): { bundle: string; cold: number } {
-  const parse = (text: string, sourceType: "module" | "script") =>
-    acorn.parse(text, { ecmaVersion: "latest", sourceType }) as unknown as Node;
   const statements = parse(bundle, "module").body as Node[];
   const declaredBy = new Map<string, number[]>();
   const atStart: number[] = [];
@@ -325,7 +321,11 @@ if (import.meta.main) {
     const stamped = bundle.replaceAll(REVISION_SLOT, revision);
     const docsFiles = Object.values(SWAGGER_UI_FILES).map(({ text }) => text);
     const finished = asciiOnly(gzipDocsFiles(lazyBuiltins(stamped), docsFiles));
-    await Deno.writeTextFile(file, coldModules(finished).bundle);
+    const lean = coldModules(finished).bundle;
+    await Deno.writeTextFile(
+      file,
+      compiledWithBundle(lean, await functionsRunAtStart(lean)).bundle,
+    );
   } catch (error) {
     console.error(`finish_bundle: ${file}: ${(error as Error).message}`);
     Deno.exit(1);
