@@ -158,7 +158,7 @@ export async function functionsRunAtStart(bundle: string): Promise<Set<number>> 
       clearEnv: true,
       env: {
         ...Object.fromEntries(
-          ["PATH", "HOME", "DENO_DIR"].flatMap((name) => {
+          ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"].flatMap((name) => {
             const value = Deno.env.get(name);
             return value === undefined ? [] : [[name, value]];
           }),
@@ -184,8 +184,14 @@ export async function functionsRunAtStart(bundle: string): Promise<Set<number>> 
       }
     }
     child.kill("SIGTERM");
-    const { success } = await child.status;
-    if (!success) throw new Error(`the bundle did not stop cleanly: ${await errors}`);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stopped = await Promise.race([
+      child.status,
+      new Promise<null>((ok) => timer = setTimeout(() => ok(null), 10_000)),
+    ]);
+    clearTimeout(timer);
+    if (!stopped) child.kill("SIGKILL");
+    if (!stopped?.success) throw new Error(`the bundle did not stop cleanly: ${await errors}`);
     const started = new Set<number>();
     for await (const entry of Deno.readDir(`${dir}/coverage`)) {
       const script = JSON.parse(await Deno.readTextFile(`${dir}/coverage/${entry.name}`));
