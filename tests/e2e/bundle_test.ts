@@ -43,14 +43,21 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
   const bundle = new URL("dist/svc.js", repoRoot);
   assert.ok((await Deno.stat(bundle)).isFile, "dist/svc.js is missing");
 
-  await t.step("finished: ASCII only, Node's layer not loaded at start", async () => {
-    const text = await Deno.readTextFile(bundle);
-    // V8 keeps a source with one character outside ASCII in two bytes per character
-    assert.equal(text.search(/[\u0080-\uffff]/), -1, "a character outside ASCII");
-    // the bundler's createRequire imports node:module, which loads Deno's Node layer (8 MB)
-    assert.ok(!text.includes('from "node:module"'), "node:module imported");
-    assert.ok(!text.includes(REVISION_SLOT), "the revision slot is stamped");
-  });
+  await t.step(
+    "finished: ASCII only, Node's layer not loaded at start, start compiled",
+    async () => {
+      const text = await Deno.readTextFile(bundle);
+      // V8 keeps a source with one character outside ASCII in two bytes per character
+      assert.equal(text.search(/[\u0080-\uffff]/), -1, "a character outside ASCII");
+      // the bundler's createRequire imports node:module, which loads Deno's Node layer (8 MB)
+      assert.ok(!text.includes('from "node:module"'), "node:module imported");
+      assert.ok(!text.includes(REVISION_SLOT), "the revision slot is stamped");
+      // what every start runs is written where V8 compiles it with the file (tools/eager_start.ts),
+      // what none runs is left as it was
+      assert.match(text, /^var createApp = \(function \(services\) \{$/m);
+      assert.match(text, /^function demoBanner\(/m);
+    },
+  );
 
   await t.step("in the repository: GET /health", async () => {
     // --no-config: the bundle must not need the repository's deno.json or its dependencies.
