@@ -748,6 +748,10 @@ Deno.test({
           const since = receiver.mark();
           const { call } = await aliceCallsBob();
           const bobCall = Object.keys(call.talking_to)[0]!;
+          // the call view says "talking" before the events saying it reach the receiver: the
+          // consultation's events start after them
+          await phoneEvent(since, "alice", "EventEstablished");
+          await phoneEvent(since, "bob", "EventEstablished");
           const consultation = receiver.mark();
           const { started, answered } = await consultCarol(call.call_id);
           assert.deepEqual(
