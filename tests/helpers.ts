@@ -348,3 +348,14 @@ export async function bodyText(response: Response): Promise<string> {
   }
   return await response.text();
 }
+
+/** Imports `source` as a module from a temporary file (removed after). */
+export async function importSource(source: string): Promise<Record<string, unknown>> {
+  const file = await Deno.makeTempFile({ suffix: ".js" });
+  try {
+    await Deno.writeTextFile(file, source);
+    return await import(`file://${file}`);
+  } finally {
+    await Deno.remove(file);
+  }
+}

@@ -6,17 +6,7 @@
 import assert from "node:assert/strict";
 import { compiledWithBundle, functionsRunAtStart } from "../../tools/eager_start.ts";
 import { isNode, type Node, parse } from "../../tools/syntax.ts";
-
-/** Imports `source` as a module from a temporary file. */
-async function load(source: string): Promise<Record<string, unknown>> {
-  const file = await Deno.makeTempFile({ suffix: ".js" });
-  try {
-    await Deno.writeTextFile(file, source);
-    return await import(`file://${file}`);
-  } finally {
-    await Deno.remove(file);
-  }
-}
+import { importSource as load } from "../helpers.ts";
 
 /** Where each function of `source` begins, as V8's coverage names them. */
 function functionStarts(source: string): Set<number> {

@@ -13,17 +13,7 @@ import {
   gzipDocsFiles,
   lazyBuiltins,
 } from "../../tools/finish_bundle.ts";
-
-/** Imports `source` as a module from a temporary file. */
-async function load(source: string): Promise<Record<string, unknown>> {
-  const file = await Deno.makeTempFile({ suffix: ".js" });
-  try {
-    await Deno.writeTextFile(file, source);
-    return await import(`file://${file}`);
-  } finally {
-    await Deno.remove(file);
-  }
-}
+import { importSource as load } from "../helpers.ts";
 
 Deno.test("a required built-in loads at the first read of one of its properties", async () => {
   const bundle = `${EAGER_REQUIRE}
