@@ -11,7 +11,8 @@
  */
 import type { Context } from "hono";
 import { matchedRoutes } from "hono/route";
-import { Counter, Gauge, Histogram, Registry } from "./prom_client.ts";
+import { Counter, Gauge, Registry } from "./prom_client.ts";
+import { RequestHistogram } from "./request_histogram.ts";
 import type { Clock } from "./clock.ts";
 import type { Backlog, EventExport } from "./events/export.ts";
 import { type Platform, PLATFORM_STATES } from "./platform/port.ts";
@@ -73,7 +74,7 @@ export interface MetricsSources {
  */
 export class Metrics {
   readonly registry = new Registry();
-  readonly #requests: Histogram<"method" | "route" | "status">;
+  readonly #requests: RequestHistogram;
   readonly #logins: Counter<"user_type" | "method" | "outcome">;
   /** The backlog read of the scrape under way, shared by the three gauges that show it. */
   #scrape: Promise<Backlog | null> | null = null;
@@ -81,13 +82,12 @@ export class Metrics {
   constructor(readonly sources: MetricsSources) {
     const registers = [this.registry];
     // no counter beside it: the histogram's _count is the number of requests
-    this.#requests = new Histogram({
-      name: "svc_http_request_duration_seconds",
-      help: "HTTP requests by method, route template and status: time to the response headers.",
-      labelNames: ["method", "route", "status"],
-      buckets: LATENCY_BUCKETS,
+    this.#requests = new RequestHistogram(
+      "svc_http_request_duration_seconds",
+      "HTTP requests by method, route template and status: time to the response headers.",
+      LATENCY_BUCKETS,
       registers,
-    });
+    );
     this.#logins = new Counter({
       name: "svc_logins_total",
       help: "Login attempts, by user type, method and outcome.",
@@ -108,10 +108,7 @@ export class Metrics {
 
   /** Counts one answered request; `route` is its template (see {@link routeTemplate}). */
   request(method: string, route: string, status: number, seconds: number): void {
-    this.#requests.observe(
-      { method: METHODS.has(method) ? method : "other", route, status: String(status) },
-      seconds,
-    );
+    this.#requests.observe(METHODS.has(method) ? method : "other", route, status, seconds);
   }
 
   /** Counts one login attempt. */
