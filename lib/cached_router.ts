@@ -2,7 +2,8 @@
  * Hono's router, remembering its answers. The spec's paths put a fixed word where another route
  * has a value (`/history/days/{u}` beside `/history/{u}`, `/1.1/users/import` beside
  * `/1.1/users/{id}`), which Hono's fastest router refuses; its trie router walks every segment on
- * each request instead. A match depends on the method and path only, so the last answers are kept.
+ * each request instead. A match depends on the method and path only, so the last answers are kept,
+ * as `finish` makes them (the app's: its handlers run as one, `lib/chain.ts`).
  */
 import type { Result, Router } from "hono/router";
 import { TrieRouter } from "hono/router/trie-router";
@@ -15,6 +16,8 @@ export class CachedRouter<T> implements Router<T> {
   readonly #router = new TrieRouter<T>();
   readonly #matches = new Map<string, Result<T>>();
 
+  constructor(private readonly finish: (result: Result<T>) => Result<T> = (result) => result) {}
+
   add(method: string, path: string, handler: T): void {
     this.#matches.clear();
     this.#router.add(method, path, handler);
@@ -25,7 +28,7 @@ export class CachedRouter<T> implements Router<T> {
     let result = this.#matches.get(key);
     if (!result) {
       if (this.#matches.size >= KEPT_MATCHES) this.#matches.clear();
-      result = this.#router.match(method, path);
+      result = this.finish(this.#router.match(method, path));
       this.#matches.set(key, result);
     }
     return result;

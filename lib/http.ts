@@ -10,6 +10,7 @@ import {
   Unreachable,
 } from "./errors.ts";
 import type { Logger } from "./log.ts";
+import { afterNext } from "./chain.ts";
 
 /** What every handler may read from the context. */
 export type AppEnv = {
@@ -49,23 +50,25 @@ export function requestLog(
   logger: Logger,
   answered: (c: Context<AppEnv>, seconds: number) => void = () => {},
 ): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return (c, next) => {
     const started = performance.now();
     const incoming = c.req.header("x-request-id");
     const requestId = incoming && incomingRequestId.test(incoming) ? incoming : newRequestId();
     c.set("requestId", requestId);
-    await next();
-    c.res.headers.set("X-Request-Id", requestId);
-    const ms = performance.now() - started;
-    answered(c, ms / 1000);
-    // the line's fields are built only when it is written: they cost more than a skipped line
-    if (!logger.enabled("info")) return;
-    logger.info("request", {
-      requestId,
-      method: c.req.method,
-      path: c.req.path.replace(TOKEN_IN_PATH, "$1<token>"),
-      status: c.res.status,
-      durationMs: Math.round(ms * 100) / 100,
+    // not async: a request the steps answered at once is logged at once (lib/chain.ts)
+    return afterNext(next(), () => {
+      c.res.headers.set("X-Request-Id", requestId);
+      const ms = performance.now() - started;
+      answered(c, ms / 1000);
+      // the line's fields are built only when it is written: they cost more than a skipped line
+      if (!logger.enabled("info")) return;
+      logger.info("request", {
+        requestId,
+        method: c.req.method,
+        path: c.req.path.replace(TOKEN_IN_PATH, "$1<token>"),
+        status: c.res.status,
+        durationMs: Math.round(ms * 100) / 100,
+      });
     });
   };
 }

@@ -1,6 +1,7 @@
 /** The one Hono app serving every area (decisions §1). */
 import { Hono } from "hono";
 import { CachedRouter } from "../lib/cached_router.ts";
+import { chainMatched } from "../lib/chain.ts";
 import { cors } from "../lib/cors.ts";
 import {
   apiErrorHandler,
@@ -74,7 +75,9 @@ export function createApp(services: Services) {
   // the control API of the simulator; on a real PBX people pick up their phones
   if (services.sim) v2.route("/", simRoutes(services.sim, services));
 
-  const app = new Hono<AppEnv>({ router: new CachedRouter() });
+  const onError = apiErrorHandler(services.logger);
+  // the handlers a request matches run as one: at once when none needs a promise (lib/chain.ts)
+  const app = new Hono<AppEnv>({ router: new CachedRouter(chainMatched(onError)) });
   app.use(requestLog(services.logger, countRequest(services.metrics)));
   // before any guard: a preflight carries no token; on every answer of every area, errors included
   // (none at all without allowed origins: not even a step that does nothing)
@@ -112,6 +115,6 @@ export function createApp(services: Services) {
       headers,
     );
   });
-  app.onError(apiErrorHandler(services.logger));
+  app.onError(onError);
   return app;
 }
