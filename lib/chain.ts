@@ -91,10 +91,7 @@ export function chain(steps: readonly H[], onError: ErrorHandler): H {
  * @example
  * const timed: MiddlewareHandler = (c, next) => afterNext(next(), () => c.header("X-Time", "1"));
  */
-export function afterNext(
-  rest: Promise<void> | unknown,
-  then: () => void,
-): Promise<void> {
+export function afterNext(rest: unknown, then: () => void): Promise<void> {
   // typed as Hono's middleware answer (a promise); undefined when `rest` came at once
   return (rest instanceof Promise ? rest.then(then) : then()) as Promise<void>;
 }
