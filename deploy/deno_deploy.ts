@@ -12,7 +12,8 @@ import { Store } from "../lib/store/store.ts";
 import { createApp } from "../routes/mod.ts";
 
 const env = Deno.env.toObject();
-const config = loadConfig(env);
+// Deploy's logs are what the console writes
+const config = { ...loadConfig(env), logToConsole: true };
 const store = await Store.open(env.SVC_KV ? config.kv : null);
 const services = await createServices(config, { store });
 await prepareStore(services);

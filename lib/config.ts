@@ -27,6 +27,11 @@ export interface Config {
   simTalkMs: number;
   demo: boolean;
   logLevel: LogLevel;
+  /**
+   * Log lines through the console rather than straight to stderr: Deno's OpenTelemetry export is on
+   * (`OTEL_DENO=true`), and it collects what the console writes (lib/log.ts).
+   */
+  logToConsole: boolean;
   maxContacts: number;
   oidcIssuer: string | null;
   oidcAudience: string | null;
@@ -365,6 +370,7 @@ export function loadConfig(
     }
   }
   const result = config as unknown as Config;
+  result.logToConsole = env.OTEL_DENO === "true";
   if ((result.adminLogin === null) !== (result.adminPassword === null)) {
     throw new ConfigError(
       result.adminLogin === null ? "SVC_ADMIN_LOGIN" : "SVC_ADMIN_PASSWORD",

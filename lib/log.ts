@@ -12,16 +12,40 @@ export interface Logger {
 
 const rank: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
+const encoder = new TextEncoder();
+
 /**
- * A logger writing JSON lines at or above `level` to `write` (stderr by default).
+ * Writes `line` and a newline to stderr as bytes. Not `console.error`, which formats its arguments
+ * first (it looks for `%` directives in a string): 3.5 µs a line against 1.2 here, and a server
+ * logging every request at the default level answered `GET /health` 50–80 % faster once its lines
+ * were written this way; console's first call also cost each start 1.5 ms (bench/README.md). A
+ * line that cannot be written (stderr closed) is dropped: a request must not fail for its log line.
+ */
+export function toStderr(line: string): void {
+  const bytes = encoder.encode(line + "\n");
+  try {
+    for (let written = 0; written < bytes.length;) {
+      written += Deno.stderr.writeSync(written ? bytes.subarray(written) : bytes);
+    }
+  } catch {
+    // nowhere left to say it
+  }
+}
+
+/**
+ * Writes `line` through `console.error`, for where the console is what is collected: Deno Deploy's
+ * logs, and Deno's OpenTelemetry export (`OTEL_DENO=true`), which turns console calls into log
+ * records.
+ */
+export const toConsole = (line: string): void => console.error(line);
+
+/**
+ * A logger writing JSON lines at or above `level` to `write` ({@link toStderr} by default).
  *
  * @example
  * createLogger("info").info("listening", { port: 8090 });
  */
-export function createLogger(
-  level: LogLevel,
-  write: (line: string) => void = (line) => console.error(line),
-): Logger {
+export function createLogger(level: LogLevel, write: (line: string) => void = toStderr): Logger {
   const log = (at: LogLevel) => (msg: string, fields: Record<string, unknown> = {}) => {
     if (rank[at] < rank[level]) return;
     write(JSON.stringify({ time: isoTime(Date.now()), level: at, msg, ...fields }));

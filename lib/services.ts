@@ -8,7 +8,7 @@ import { EventExport } from "./events/export.ts";
 import { EventFeed } from "./events/feed.ts";
 import { CtiHub } from "./cti/hub.ts";
 import { platformMessage } from "./events/messages.ts";
-import { createLogger, type Logger } from "./log.ts";
+import { createLogger, type Logger, toConsole, toStderr } from "./log.ts";
 import { Metrics } from "./metrics.ts";
 import { AsteriskPlatform } from "./platform/asterisk/mod.ts";
 import type { Platform } from "./platform/port.ts";
@@ -45,7 +45,8 @@ export async function createServices(
     iterations: config.hashIterations,
   });
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const logger = options.logger ??
+    createLogger(config.logLevel, config.logToConsole ? toConsole : toStderr);
   const store = options.store ?? await Store.open(config.kv);
   const tokens = await Tokens.create(
     await loadJwtSecret(store, config.jwtSecret),

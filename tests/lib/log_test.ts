@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { createLogger, isoTime } from "../../lib/log.ts";
+import { loadConfig } from "../../lib/config.ts";
 
 Deno.test("isoTime writes what toISOString writes, from 1970 to 9999", () => {
   const last = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
@@ -38,4 +39,51 @@ Deno.test("a line: its time, level, message and fields; below the level, nothing
   assert.equal(new Date(time).toISOString(), line.time);
   assert.equal(logger.enabled("debug"), false);
   assert.equal(logger.enabled("error"), true);
+});
+
+/** Runs `code` in a Deno process of its own (with lib/log.ts as `log`), stdin closed. */
+function logProcess(code: string, stderr: "piped" | "null" = "piped") {
+  const log = new URL("../../lib/log.ts", import.meta.url).href;
+  return new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--no-config", `import * as log from ${JSON.stringify(log)};\n${code}`],
+    stdin: "null",
+    stdout: "piped",
+    stderr,
+  }).spawn();
+}
+
+Deno.test("the default writer puts each line whole on stderr, a line larger than a pipe too", async () => {
+  const large = "x".repeat(1_000_000); // more than a pipe holds: written in parts
+  const child = logProcess(`
+    const logger = log.createLogger("info");
+    logger.info("first", { n: 1 });
+    logger.warn("large", { text: ${JSON.stringify("x")}.repeat(1_000_000) });
+    logger.error("last");
+  `);
+  const { code, stderr } = await child.output();
+  assert.equal(code, 0);
+  const lines = new TextDecoder().decode(stderr).split("\n");
+  assert.equal(lines.pop(), "", "each line ends with a newline");
+  assert.deepEqual(lines.map((line) => JSON.parse(line).msg), ["first", "large", "last"]);
+  assert.equal(JSON.parse(lines[1]!).text, large);
+});
+
+Deno.test("a line that cannot be written is dropped: the caller goes on", async () => {
+  // stderr's reader gone before the lines are written: each write fails (broken pipe)
+  const child = logProcess(`
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const logger = log.createLogger("info");
+    for (let i = 0; i < 100; i++) logger.error("nobody reads this", { text: "x".repeat(10_000) });
+    console.log("went on");
+  `);
+  await child.stderr.cancel();
+  const { code, stdout } = await child.output();
+  assert.equal(new TextDecoder().decode(stdout), "went on\n");
+  assert.equal(code, 0);
+});
+
+Deno.test("with Deno's OpenTelemetry export on, the lines go through the console", () => {
+  assert.equal(loadConfig({ SVC_KV: ":memory:" }).logToConsole, false);
+  assert.equal(loadConfig({ SVC_KV: ":memory:", OTEL_DENO: "false" }).logToConsole, false);
+  assert.equal(loadConfig({ SVC_KV: ":memory:", OTEL_DENO: "true" }).logToConsole, true);
 });
