@@ -28,7 +28,10 @@ export const IDLE_MS = 1_000;
 
 /**
  * glibc's `malloc_trim(0)` (every free page of every arena back to the system), or undefined where
- * it cannot be called: not Linux, no `--allow-ffi`, or a C library without it (musl). Opened once.
+ * it cannot be called: not Linux with glibc, or no `--allow-ffi`. The library is opened at the
+ * first trim, not at start: `Deno.dlopen` cost a start 1.4–2 ms (bench/README.md), and the first
+ * trim comes a second after the start at the earliest. Where it cannot be opened after all, a trim
+ * does nothing.
  *
  * @example
  * mallocTrim()?.(); // after a collection freed native buffers
@@ -36,18 +39,24 @@ export const IDLE_MS = 1_000;
 export function mallocTrim(): Trim | undefined {
   if (trimmer !== null) return trimmer;
   trimmer = undefined;
-  if (Deno.build.os !== "linux") return trimmer;
+  if (Deno.build.os !== "linux" || Deno.build.env !== "gnu") return trimmer;
   // queried, never asked: a process started without the permission must not prompt
   if (Deno.permissions.querySync({ name: "ffi" }).state !== "granted") return trimmer;
+  let trim: Trim | null = null;
+  trimmer = () => (trim ??= openMallocTrim())();
+  return trimmer;
+}
+
+/** `malloc_trim(0)` of the C library, or a function doing nothing when it cannot be opened. */
+function openMallocTrim(): Trim {
   try {
     const libc = Deno.dlopen("libc.so.6", {
       malloc_trim: { parameters: ["usize"], result: "i32" },
     });
-    trimmer = () => void libc.symbols.malloc_trim(0n);
+    return () => void libc.symbols.malloc_trim(0n);
   } catch {
-    // no glibc: musl has neither libc.so.6 nor malloc_trim
+    return () => {};
   }
-  return trimmer;
 }
 
 /** {@link mallocTrim}'s answer once known (null before). */
