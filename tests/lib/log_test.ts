@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { createLogger, isoTime } from "../../lib/log.ts";
 import { loadConfig } from "../../lib/config.ts";
+import { createServices } from "../../lib/services.ts";
 
 Deno.test("isoTime writes what toISOString writes, from 1970 to 9999", () => {
   const last = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
@@ -42,22 +43,22 @@ Deno.test("a line: its time, level, message and fields; below the level, nothing
 });
 
 /** Runs `code` in a Deno process of its own (with lib/log.ts as `log`), stdin closed. */
-function logProcess(code: string, stderr: "piped" | "null" = "piped") {
+function logProcess(code: string) {
   const log = new URL("../../lib/log.ts", import.meta.url).href;
   return new Deno.Command(Deno.execPath(), {
     args: ["eval", "--no-config", `import * as log from ${JSON.stringify(log)};\n${code}`],
     stdin: "null",
     stdout: "piped",
-    stderr,
+    stderr: "piped",
   }).spawn();
 }
 
 Deno.test("the default writer puts each line whole on stderr, a line larger than a pipe too", async () => {
-  const large = "x".repeat(1_000_000); // more than a pipe holds: written in parts
+  const large = "x".repeat(1_000_000); // more than a pipe holds at once
   const child = logProcess(`
     const logger = log.createLogger("info");
     logger.info("first", { n: 1 });
-    logger.warn("large", { text: ${JSON.stringify("x")}.repeat(1_000_000) });
+    logger.warn("large", { text: "x".repeat(1_000_000) });
     logger.error("last");
   `);
   const { code, stderr } = await child.output();
@@ -82,8 +83,26 @@ Deno.test("a line that cannot be written is dropped: the caller goes on", async 
   assert.equal(code, 0);
 });
 
-Deno.test("with Deno's OpenTelemetry export on, the lines go through the console", () => {
+Deno.test("with Deno's OpenTelemetry export on, the server's lines go through the console", async () => {
   assert.equal(loadConfig({ SVC_KV: ":memory:" }).logToConsole, false);
   assert.equal(loadConfig({ SVC_KV: ":memory:", OTEL_DENO: "false" }).logToConsole, false);
-  assert.equal(loadConfig({ SVC_KV: ":memory:", OTEL_DENO: "true" }).logToConsole, true);
+  const config = loadConfig({ SVC_KV: ":memory:", OTEL_DENO: "true" });
+  assert.equal(config.logToConsole, true);
+  const printed: unknown[][] = [];
+  const consoleError = console.error;
+  console.error = (...args: unknown[]) => void printed.push(args);
+  const services = await createServices(config);
+  try {
+    services.logger.warn("through the console", { n: 1 });
+  } finally {
+    console.error = consoleError;
+    services.store.close();
+  }
+  assert.equal(printed.length, 1);
+  assert.deepEqual({ ...JSON.parse(String(printed[0]![0])), time: undefined }, {
+    time: undefined,
+    level: "warn",
+    msg: "through the console",
+    n: 1,
+  });
 });
