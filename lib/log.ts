@@ -17,7 +17,7 @@ const encoder = new TextEncoder();
 /**
  * Writes `line` and a newline to stderr as bytes. Not `console.error`, which formats its arguments
  * first (it looks for `%` directives in a string): 3.5 µs a line against 1.2 here, and a server
- * logging every request at the default level answered `GET /health` 50–80 % faster once its lines
+ * logging every request at the default level answered `GET /health` 50–60 % faster once its lines
  * were written this way; console's first call also cost each start 1.5 ms (bench/README.md). A
  * line that cannot be written (stderr closed) is dropped: a request must not fail for its log line.
  */
