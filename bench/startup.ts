@@ -13,8 +13,8 @@
  * of it that is Deno's analysis of a file it has not run ({@link analysisMs}).
  *
  * The server runs as the bundle's users run it: `--no-config`, its store a file (each first start
- * creates one, the later starts reopen the last), no administrator set (`SVC_ADMIN_*` hash a password at
- * every start), the default log level.
+ * creates one, the later starts reopen the last), no administrator set (`SVC_ADMIN_*` hash a
+ * password at every start), the default log level.
  */
 import { fileURLToPath } from "node:url";
 import { freePort, pause, root, rssKb, run, startDeno, waitReady } from "./processes.ts";
@@ -166,7 +166,7 @@ export async function startupBench(): Promise<Row[]> {
     const floorFile = await runtimeFloor(bundle, dir);
     const floor = await starts(count, floorFile, (n) => `${dir}/floor-${n}.kv`, "/");
     const svc = await starts(count, bundle, (n) => `${dir}/svc-${n}.kv`, "/health");
-    const analysis = await analysisMs(bundle, dir, 3);
+    const analysis = await analysisMs(bundle, dir, FIRST_STARTS);
     const helloName = "bare Deno.serve hello";
     const warmMs = svc.warm.map(({ ms }) => ms);
     const warmRss = svc.warm.map(({ rssMb }) => rssMb);
@@ -220,7 +220,8 @@ export async function startupBench(): Promise<Row[]> {
         } ms; the hello ${spread(bare.firsts.map(({ ms }) => ms))} ms` +
           share(svc.first.ms, floor.first.ms, "ms") +
           `; of it Deno's analysis of the new file's code (\`deno info\` of a fresh copy less a ` +
-          `second one, median of 3): ${analysis.toFixed(1)} ms; svc's first start without it: ` +
+          `second one, median of ${FIRST_STARTS}): ${analysis.toFixed(1)} ms; ` +
+          `svc's first start without it: ` +
           `${(svc.first.ms - analysis).toFixed(1)} ms, ${
             ((svc.first.ms - analysis) / bare.first.ms).toFixed(2)
           } × the hello's first start`,
