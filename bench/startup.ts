@@ -4,7 +4,8 @@
  * start compiles it with no V8 code cache; their median is the row), then the last copy
  * `BENCH_STARTS` more times (using the cache its first start left), each timed from the spawn to
  * the first 200 of `GET /health` (asked every millisecond) and its RSS read 2 s later. Next to it
- * the bare baseline: `bench/hello_server.ts`, copied and started the same way. Targets (issue 28):
+ * the bare baseline: `bench/hello_server.ts`, copied and started the same way, in turn with svc
+ * ({@link startsInTurn}). Targets (issue 28):
  * the cold start ≤ 2.5 × the hello's, the first start ≤ 4 × the hello's first start, the idle RSS
  * ≤ the hello's + 25 MB.
  *
@@ -103,12 +104,18 @@ async function analysisMs(file: string, dir: string, count: number): Promise<num
   return median(times);
 }
 
-/** One start: ms from the spawn to the first 2xx of `path`, and the RSS (MB) 2 s later. */
+/** One start: ms from the spawn to the first 2xx of its path, and the RSS (MB) 2 s later. */
+interface Started {
+  ms: number;
+  rssMb: number;
+}
+
+/** Starts the program of `args` and times it ({@link Started}). */
 async function start(
   args: string[],
   env: Record<string, string>,
   path: string,
-): Promise<{ ms: number; rssMb: number }> {
+): Promise<Started> {
   await using stack = new AsyncDisposableStack();
   const port = freePort();
   // the hello server takes its port as argument, svc from the environment
@@ -126,33 +133,56 @@ async function start(
 /** First starts of each program, each of a copy never run before: one start is too noisy. */
 const FIRST_STARTS = 3;
 
+/** A program of the start rows: its file, the store of its nth copy, the path asked until 200. */
+interface Program {
+  file: string;
+  /** The store file of the nth copy (a program without a store ignores it). */
+  store: (n: number) => string;
+  path: string;
+}
+
+/** A program's starts: the first of each copy, their median, the later ones of the last copy. */
+interface Run {
+  firsts: Started[];
+  first: Started;
+  warm: Started[];
+}
+
 /**
- * {@link FIRST_STARTS} first starts of `file`, each of a new copy with a store of its own (`store`
- * names the file of the nth; a program without a store ignores it), and `count` more of the last
- * copy on its store.
+ * {@link FIRST_STARTS} first starts of each program, each of a new copy with a store of its own,
+ * then `count` more of its last copy on that store. The programs start in turn (one start of each,
+ * then the next round), not each in a row: the machine drifts between runs (the hello's median
+ * read 22.7 and 28.3 ms in two runs of the same commit), and a ratio of starts taken minutes apart
+ * measures that drift too.
  */
-async function starts(
-  count: number,
-  file: string,
-  store: (n: number) => string,
-  path: string,
-) {
-  const firsts = [];
-  let copy = file;
+async function startsInTurn(count: number, programs: Program[]): Promise<Run[]> {
+  const runs = programs.map(() => ({
+    firsts: [] as Started[],
+    warm: [] as Started[],
+    copy: "",
+  }));
   for (let n = 0; n < FIRST_STARTS; n++) {
-    copy = file.replace(/(\.[jt]s)$/, `-${n}$1`);
-    await Deno.copyFile(file, copy);
-    firsts.push(await start([...BUNDLE_RUN, copy], { SVC_KV: store(n) }, path));
+    for (const [i, { file, store, path }] of programs.entries()) {
+      const copy = file.replace(/(\.[jt]s)$/, `-${n}$1`);
+      await Deno.copyFile(file, copy);
+      runs[i]!.copy = copy;
+      runs[i]!.firsts.push(await start([...BUNDLE_RUN, copy], { SVC_KV: store(n) }, path));
+    }
   }
-  const warm = [];
   for (let n = 0; n < count; n++) {
-    warm.push(await start([...BUNDLE_RUN, copy], { SVC_KV: store(FIRST_STARTS - 1) }, path));
+    for (const [i, { store, path }] of programs.entries()) {
+      const { copy, warm } = runs[i]!;
+      warm.push(await start([...BUNDLE_RUN, copy], { SVC_KV: store(FIRST_STARTS - 1) }, path));
+    }
   }
-  const first = {
-    ms: median(firsts.map(({ ms }) => ms)),
-    rssMb: median(firsts.map(({ rssMb }) => rssMb)),
-  };
-  return { firsts, first, warm };
+  return runs.map(({ firsts, warm }) => ({
+    firsts,
+    warm,
+    first: {
+      ms: median(firsts.map(({ ms }) => ms)),
+      rssMb: median(firsts.map(({ rssMb }) => rssMb)),
+    },
+  }));
 }
 
 export async function startupBench(): Promise<Row[]> {
@@ -162,10 +192,12 @@ export async function startupBench(): Promise<Row[]> {
     const bundle = await freshBundle(dir);
     const hello = `${dir}/hello-${crypto.randomUUID().slice(0, 8)}.ts`;
     await Deno.copyFile(fileURLToPath(new URL("hello_server.ts", import.meta.url)), hello);
-    const bare = await starts(count, hello, () => "", "/");
     const floorFile = await runtimeFloor(bundle, dir);
-    const floor = await starts(count, floorFile, (n) => `${dir}/floor-${n}.kv`, "/");
-    const svc = await starts(count, bundle, (n) => `${dir}/svc-${n}.kv`, "/health");
+    const [bare, floor, svc] = await startsInTurn(count, [
+      { file: hello, store: () => "", path: "/" },
+      { file: floorFile, store: (n) => `${dir}/floor-${n}.kv`, path: "/" },
+      { file: bundle, store: (n) => `${dir}/svc-${n}.kv`, path: "/health" },
+    ]) as [Run, Run, Run];
     const analysis = await analysisMs(bundle, dir, FIRST_STARTS);
     const helloName = "bare Deno.serve hello";
     const warmMs = svc.warm.map(({ ms }) => ms);
