@@ -87,11 +87,13 @@ const JSON_TYPE = { "Content-Type": "application/json" };
  * `{"status": "fail"}`: the store answers, the telephony platform takes commands.
  */
 export function serviceStatus({ store, platform }: Services) {
-  const state = z.object({ status: z.enum(["ok", "fail"]) });
-  return operation(() => ({
-    summary: "The daemon's components: the store and the telephony platform",
-    responses: { 200: z.object({ store: state, platform: state }) },
-  }), async (c: Context<AppEnv>) => {
+  return operation(() => {
+    const state = z.object({ status: z.enum(["ok", "fail"]) });
+    return {
+      summary: "The daemon's components: the store and the telephony platform",
+      responses: { 200: z.object({ store: state, platform: state }) },
+    };
+  }, async (c: Context<AppEnv>) => {
     const state = (up: boolean) => ({ status: up ? "ok" : "fail" });
     return c.json({ store: state(await store.ping()), platform: state(platform.reachable()) });
   });
