@@ -18,16 +18,26 @@ import { ensureAdmin, hasWebServiceUsers } from "./store/webservice_users.ts";
  */
 export async function prepareStore(services: Services): Promise<void> {
   const { config, logger, store, clock } = services;
-  const undone = await recoverBulkWrites(store, clock.now());
+  const admin = config.adminLogin && config.adminPassword
+    ? { login: config.adminLogin, password: config.adminPassword }
+    : null;
+  // three reads that need not wait for each other, at once: each Deno KV call waits for the
+  // store's thread (2-3 ms of every start one after the other; docs/performance.md). No staged
+  // write is of web service users, so undoing one cannot change whether there is any.
+  const [undone, contextsCreated, anyUser] = await Promise.all([
+    recoverBulkWrites(store, clock.now()),
+    ensureDefaultContexts(store),
+    admin || config.demo ? true : hasWebServiceUsers(store),
+  ]);
   if (undone) logger.warn("unfinished imports undone", { count: undone });
-  if (await ensureDefaultContexts(store)) logger.info("default contexts created");
-  if (config.adminLogin && config.adminPassword) {
-    await ensureAdmin(store, config.adminLogin, config.adminPassword);
-    logger.info("administrator ready", { login: config.adminLogin });
+  if (contextsCreated) logger.info("default contexts created");
+  if (admin) {
+    await ensureAdmin(store, admin.login, admin.password);
+    logger.info("administrator ready", { login: admin.login });
   }
   if (config.demo && await loadDemo(services)) logger.info("demo data set loaded");
   // a first start without an administrator serves nothing anyone can use: say what to set
-  if (!config.demo && !await hasWebServiceUsers(store)) {
+  if (!anyUser) {
     logger.warn(
       "no web service user yet: set SVC_ADMIN_LOGIN and SVC_ADMIN_PASSWORD to create an " +
         "administrator (or SVC_DEMO=true to try svc with demo data)",
