@@ -19,7 +19,7 @@
 import { serverUuid } from "../lib/store/server_identity.ts";
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { decodeJwt } from "jose";
+import { decodeJwt } from "jose/jwt/decode";
 import * as z from "zod";
 import { ctiUserAcls, expandAcls, isAllowed } from "../lib/auth/acl.ts";
 import { authenticate } from "../lib/auth/authenticate.ts";

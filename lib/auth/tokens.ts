@@ -3,7 +3,11 @@
  * once. Claims: the spec's `login`, `expiresAt`, `issuedAt` (ms), `userType`, `acls`, plus `sub`,
  * `exp`/`iat` (s), `jti` and the token format version `v`.
  */
-import { base64url, compactVerify, SignJWT } from "jose";
+// jose's modules one by one: its index would run all of them (encryption, key import and export,
+// remote key sets) at every start, where tokens need these three (docs/performance.md)
+import * as base64url from "jose/base64url";
+import { compactVerify } from "jose/jws/compact/verify";
+import { SignJWT } from "jose/jwt/sign";
 import * as z from "zod";
 import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";

@@ -13,15 +13,11 @@
  * until the token expires, for at most {@link MAX_CACHED_TOKENS} tokens. Whether the login is a
  * CTI user is the route's business, asked on every login.
  */
-import {
-  createLocalJWKSet,
-  decodeProtectedHeader,
-  errors,
-  type FlattenedJWSInput,
-  type JWSHeaderParameters,
-  type JWTPayload,
-  jwtVerify,
-} from "jose";
+import type { FlattenedJWSInput, JWSHeaderParameters, JWTPayload } from "jose";
+import { decodeProtectedHeader } from "jose/decode/protected_header";
+import * as errors from "jose/errors";
+import { createLocalJWKSet } from "jose/jwks/local";
+import { jwtVerify } from "jose/jwt/verify";
 import type { Clock } from "../../clock.ts";
 import { sha256Hex } from "../../digest.ts";
 import { ApiError } from "../../errors.ts";
