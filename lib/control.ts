@@ -26,8 +26,8 @@ import {
 /** The answer of every dial, DND and forward route. */
 export const SUCCESS = { res: "success" } as const;
 
-/** {@link SUCCESS}'s schema, for the OpenAPI document. */
-export const SUCCESS_BODY = z.object({ res: z.literal("success") });
+/** {@link SUCCESS}'s schema, for the OpenAPI document; built on first use (docs/performance.md). */
+export const SUCCESS_BODY = z.lazy(() => z.object({ res: z.literal("success") }));
 
 /** The codes of the spec's errors 7 (DND, forwards). */
 export const SERVICE_BODY: BodyCodes = {

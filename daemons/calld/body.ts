@@ -78,10 +78,13 @@ export const ADHOC_REQUEST = z.lazy(() =>
   })
 );
 
-/** `PUT …/dtmf?digits=`: the keys to press, one by one. */
-export const DTMF_QUERY = z.object({
-  digits: z.string().regex(/^[0-9*#]{1,64}$/, "String does not match expected pattern."),
-});
+let dtmfQuerySchema: z.ZodObject<{ digits: z.ZodString }> | undefined;
+
+/** `PUT …/dtmf?digits=`: the keys to press, one by one; built on first use (docs/performance.md). */
+export const dtmfQuery = () =>
+  dtmfQuerySchema ??= z.object({
+    digits: z.string().regex(/^[0-9*#]{1,64}$/, "String does not match expected pattern."),
+  });
 
 /** What is wrong with `error`'s value, field by field (`source.user`: [...]). */
 function details(error: z.ZodError): Record<string, string[]> {

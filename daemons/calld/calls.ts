@@ -17,7 +17,7 @@ import type { CallStarted } from "../../lib/platform/port.ts";
 import type { Services } from "../../lib/services.ts";
 import { mainLine } from "../../lib/store/lines.ts";
 import { findUserByUuid, getUser, type UserRecord } from "../../lib/store/users.ts";
-import { CALL_REQUEST, DTMF_QUERY, parsed, readBody, USER_CALL_REQUEST } from "./body.ts";
+import { CALL_REQUEST, dtmfQuery, parsed, readBody, USER_CALL_REQUEST } from "./body.ts";
 import { CalldError, invalidData, refused } from "./errors.ts";
 import { calldAcl } from "./guard.ts";
 
@@ -39,7 +39,8 @@ interface Action {
   acl: string;
   summary: string;
   command(c: Context<AppEnv>): CallCommand;
-  query?: z.ZodObject;
+  /** Its query values' schema, built when first asked for. */
+  query?: () => z.ZodObject;
   errors?: Record<number, string>;
 }
 
@@ -81,8 +82,8 @@ const ACTIONS: Action[] = [
     path: "dtmf",
     acl: "dtmf",
     summary: "Sends DTMF digits into the call, as this party's keypad would",
-    command: (c) => ({ kind: "dtmf", digits: parsed(DTMF_QUERY, c.req.query()).digits }),
-    query: DTMF_QUERY,
+    command: (c) => ({ kind: "dtmf", digits: parsed(dtmfQuery(), c.req.query()).digits }),
+    query: dtmfQuery,
   },
   ...(["start", "stop", "pause", "resume"] as const).map((action): Action => ({
     path: `record/${action}`,
@@ -252,7 +253,7 @@ export function callRoutes(services: Services): Hono<AppEnv> {
 function meta(action: Action, who = "") {
   return {
     summary: action.summary + who,
-    ...(action.query ? { query: action.query } : {}),
+    ...(action.query ? { query: action.query() } : {}),
     responses: { 204: null },
     errors: { 404: "`no-such-call`", ...action.errors },
   };

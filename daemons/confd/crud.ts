@@ -81,7 +81,8 @@ export type Resource<T extends { id: Id }, V extends object, C = Item, U = C> =
   & Views<T, V>
   & Partial<Ids<T["id"]>>;
 
-const anyObject = z.looseObject({});
+// built on first use (`z.lazy`), not at every start (docs/performance.md)
+const anyObject = z.lazy(() => z.looseObject({}));
 
 /** Runs a write, answering the resource's error when a unique value is taken. */
 export async function withConflicts<R>(
