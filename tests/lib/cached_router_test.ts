@@ -13,10 +13,11 @@ const ROUTES: [string, string, string][] = [
   ["PUT", "/users/:id", "change"],
 ];
 
-function routers() {
+/** Both routers given `routes` (the table above by default), in the same order. */
+function routers(routes: readonly [string, string, string][] = ROUTES) {
   const cached = new CachedRouter<string>();
   const trie = new TrieRouter<string>();
-  for (const [method, path, name] of ROUTES) {
+  for (const [method, path, name] of routes) {
     cached.add(method, path, name);
     trie.add(method, path, name);
   }
@@ -58,18 +59,14 @@ Deno.test("a route added after a match is found", () => {
 });
 
 Deno.test("routes under several first segments: each trie answers as one trie of them all", () => {
-  const { cached, trie } = routers();
-  const more: [string, string, string][] = [
+  const { cached, trie } = routers([
+    ...ROUTES,
     ["GET", "/", "root"],
     ["ALL", "/svc/*", "svc-limit"],
     ["GET", "/svc/api/:version/users", "svc-users"],
     ["GET", "/:area/status", "status"],
     ["GET", "/health", "health"],
-  ];
-  for (const [method, path, name] of more) {
-    cached.add(method, path, name);
-    trie.add(method, path, name);
-  }
+  ]);
   const asked = ["/", "//health", "/health", "/health/", "/svc/api/2.0/users", "/users/status"];
   for (const path of [...asked, "/users/7", "/nowhere/status", "/svc", "/x/y/z"]) {
     assert.deepEqual(cached.match("GET", path), trie.match("GET", path), path);
@@ -108,12 +105,9 @@ Deno.test("property: any table, any path, the same answers as Hono's trie router
         { minLength: 1, maxLength: 8 },
       ),
       (table, requests) => {
-        const cached = new CachedRouter<string>();
-        const trie = new TrieRouter<string>();
-        table.forEach(([method, path], index) => {
-          cached.add(method, path, `${index}`);
-          trie.add(method, path, `${index}`);
-        });
+        const { cached, trie } = routers(
+          table.map(([method, path], index) => [method, path, `${index}`]),
+        );
         for (const [method, path] of requests) {
           assert.deepEqual(cached.match(method, path), trie.match(method, path), path);
         }
