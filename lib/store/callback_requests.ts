@@ -18,7 +18,7 @@ import { sanitizeNumber } from "../phone_numbers.ts";
 import { stagedKind, StagedWrite } from "./bulk.ts";
 import { type CallbackListRecord, periodOf } from "./callback_lists.ts";
 import { isStaged, listVisible, readVisible, type StagedValue } from "./records.ts";
-import { raceBackoff, type Store } from "./store.ts";
+import { keepRacing, raceBackoff, type Store } from "./store.ts";
 
 /** The columns of the import, in order (the spec's "Callback request CSV"). */
 export const REQUEST_COLUMNS = [
@@ -390,9 +390,6 @@ const takenBy = (request: CallbackRequestRecord) =>
     `callback request ${request.uuid} is taken by agent ${request.agent}`,
   );
 
-/** Optimistic updates give up after this many attempts lost to concurrent changes in a row. */
-const MAX_ATTEMPTS = 50;
-
 /**
  * Changes request `uuid` with `change` (which may throw a refusal) as one atomic write checked
  * against the version read; a concurrent change runs `change` again on the new version.
@@ -402,7 +399,7 @@ async function changeRequest(
   uuid: string,
   change: (request: CallbackRequestRecord) => CallbackRequestRecord,
 ): Promise<CallbackRequestRecord> {
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+  for (let lost = 0, startedAt = performance.now(); keepRacing(lost, startedAt);) {
     const current = await readRequest(store, uuid);
     if (!current) throw requestNotFound(uuid);
     const next = change(current.value);
@@ -412,7 +409,7 @@ async function changeRequest(
       op.check({ key, versionstamp: current.versionstamp }).set(key, next)
     );
     if (result.ok) return next;
-    await raceBackoff(attempt + 1);
+    await raceBackoff(++lost);
   }
   throw new StoreBusy("the callback request");
 }

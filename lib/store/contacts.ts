@@ -28,7 +28,7 @@ import {
   waitForHeld,
 } from "./records.ts";
 import { batchedRead } from "./shared_read.ts";
-import { raceBackoff, type Store } from "./store.ts";
+import { keepRacing, raceBackoff, type Store } from "./store.ts";
 
 /** The contact fields, in the export's column order. */
 export const CONTACT_FIELDS = [
@@ -147,9 +147,6 @@ export async function contentHash(fields: ContactFields): Promise<string> {
 const base64url = (bytes: Uint8Array) =>
   btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
-/** Optimistic writes give up after this many attempts in a row lost to concurrent changes. */
-const MAX_ATTEMPTS = 50;
-
 const abandoned = () => new StoreBusy("the contacts");
 
 /** What an attempt of {@link optimisticWrite} answers when its commit lost to another writer. */
@@ -158,7 +155,7 @@ const LOST = Symbol("lost");
 /**
  * Reads `keys` (with the user's import lock), then runs `attempt` on them: again after waiting
  * while an import holds the user's contacts, and again while its commit loses to a concurrent
- * change (it answers {@link LOST}), {@link MAX_ATTEMPTS} times at most.
+ * change (it answers {@link LOST}), as long as {@link keepRacing} says.
  */
 async function optimisticWrite<T>(
   store: Store,
@@ -167,7 +164,7 @@ async function optimisticWrite<T>(
   attempt: (entries: Deno.KvEntryMaybe<unknown>[]) => Promise<T | typeof LOST>,
 ): Promise<T> {
   const deadline = Date.now() + HELD_WAIT_MS;
-  for (let lost = 0, waited = 0; lost < MAX_ATTEMPTS;) {
+  for (let lost = 0, waited = 0, startedAt = performance.now(); keepRacing(lost, startedAt);) {
     const entries = await store.getMany<unknown>([...keys, importKey(userId)]);
     if (entries.at(-1)!.value) {
       await waitForImport(store, userId, deadline, waited++);
@@ -431,6 +428,7 @@ const DELETES_PER_COMMIT = 300;
  */
 export async function deleteAllContacts(store: Store, userId: number): Promise<void> {
   let lost = 0;
+  let startedAt = performance.now();
   const deadline = Date.now() + HELD_WAIT_MS;
   for (let waited = 0;;) {
     const [meta, lock] = await store.getMany<number | ImportLock>([
@@ -456,7 +454,9 @@ export async function deleteAllContacts(store: Store, userId: number): Promise<v
     if (result.ok) {
       if (!page.length) return;
       lost = 0;
-    } else if (++lost >= MAX_ATTEMPTS) throw abandoned();
+      startedAt = performance.now();
+    } else if (!keepRacing(++lost, startedAt)) throw abandoned();
+    else await raceBackoff(lost);
   }
 }
 
@@ -661,7 +661,7 @@ export async function importContacts(
 ): Promise<ImportOutcome[]> {
   const hashes = await Promise.all(candidates.map(contentHash));
   const deadline = Date.now() + HELD_WAIT_MS;
-  for (let attempt = 0, waited = 0; attempt < MAX_ATTEMPTS;) {
+  for (let lost = 0, waited = 0, startedAt = performance.now(); keepRacing(lost, startedAt);) {
     const state = await importState(store, userId);
     if (state.locked) {
       await waitForImport(store, userId, deadline, waited++);
@@ -688,7 +688,7 @@ export async function importContacts(
       }
     });
     if (!contacts.length || await writeImport(store, userId, state, contacts)) return outcomes;
-    attempt++;
+    await raceBackoff(++lost);
   }
   throw abandoned();
 }

@@ -9,7 +9,7 @@
 import { StoreBusy, Unreachable } from "../errors.ts";
 import { commitShared } from "./shared_commit.ts";
 import { batchedRead, sharedRead } from "./shared_read.ts";
-import { raceBackoff, type Store } from "./store.ts";
+import { keepRacing, raceBackoff, type Store } from "./store.ts";
 
 type IndexValue = string | number;
 
@@ -653,12 +653,12 @@ export async function transact<R>(
 ): Promise<R> {
   const deadline = Date.now() + HELD_WAIT_MS;
   let waited = 0;
-  for (let attempt = 0; attempt < 50;) {
+  for (let lost = 0, startedAt = performance.now(); keepRacing(lost, startedAt);) {
     const tx = new Transaction(store, options);
     const result = await fn(tx);
     try {
       if (await tx.commit()) return result;
-      await raceBackoff(++attempt);
+      await raceBackoff(++lost);
     } catch (error) {
       // a bulk write replacing the record holds it until it commits or is undone
       if (!(error instanceof HeldByBulkWrite) || !await waitForHeld(store, deadline, waited++)) {

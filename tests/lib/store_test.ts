@@ -191,8 +191,9 @@ Deno.test("a transaction that keeps losing to concurrent changes gives up as Sto
         return true;
       },
     );
-    assert.equal(tries, 50);
+    // fifty tries and five seconds at least (a loaded machine makes fewer tries in that time);
     // the random pauses between tries (up to 64 ms each) spread racers out; bounded all the same
+    assert.ok(tries >= 50, `${tries} tries`);
     assert.ok(performance.now() - started < 10_000);
     assert.equal((await things.get(store, 1))?.code, null, "nothing of the abandoned change");
   });
