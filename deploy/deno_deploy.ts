@@ -20,4 +20,5 @@ await prepareStore(services);
 // the same background work as `deno task start`: events posted, the platform followed, crons
 startBackground(services);
 
-Deno.serve(createApp(services).fetch);
+// each API area declared at its first request, as `deno task start` does
+Deno.serve(createApp(services, { areasOnFirstUse: true }).fetch);

@@ -12,6 +12,9 @@
  * short-lived objects (docs/performance.md). A route whose first segment is not a fixed word (a
  * middleware's `*`, a `:param`) is in every trie, in the order it was added: within a trie the
  * routes keep their order, which is all a match's order depends on.
+ *
+ * Routes can also be added when first needed ({@link CachedRouter.defer}): the app's areas below
+ * `/1.1`, `/svc`… cost a start 5–6 ms to declare, and its first request is `/health`.
  */
 import type { Result, Router } from "hono/router";
 import { TrieRouter } from "hono/router/trie-router";
@@ -44,9 +47,25 @@ function fixedSegment(path: string): string | null {
   return /[:*{}]/.test(segment) || path.includes("?") ? null : segment;
 }
 
+/** Routes to add when first needed, and where they go. */
+interface Deferred {
+  segment: string;
+  addRoutes: () => void;
+  /** Where its routes go in the router's order and in `table` (moved as others go before it). */
+  at: number;
+  table: unknown[];
+}
+
+/** Moves the last `count` items of `items` to `at`. */
+function moveTail(items: unknown[], count: number, at: number): void {
+  items.splice(at, 0, ...items.splice(items.length - count, count));
+}
+
 export class CachedRouter<T> implements Router<T> {
   readonly name = "CachedRouter";
   readonly #added: Added<T>[] = [];
+  /** Routes not added yet, in the order they were deferred. */
+  readonly #deferred: Deferred[] = [];
   /** The fixed first segments of the routes: a request below any other shares one trie. */
   readonly #segments = new Set<string>();
   /** First segment (or null: none of the routes') → the trie of the routes that may match. */
@@ -64,6 +83,49 @@ export class CachedRouter<T> implements Router<T> {
     this.#added.push({ method, path, handler, segment });
   }
 
+  /**
+   * Runs `addRoutes`, which adds routes below `/${segment}` only, at the first request below that
+   * segment or at {@link complete}. Its routes take the place they would have had if added now, in
+   * this router and in `table`: the app's route table (Hono's `app.routes`), which holds what this
+   * router was given, in the same order, one entry per route. So a match, the table and all that
+   * is made of it (the OpenAPI document, the 405 answers) are the same as with the routes added at
+   * once.
+   *
+   * @example
+   * router.defer("1.1", app.routes, () => app.route("/1.1", confdRoutes(services)));
+   */
+  defer(segment: string, table: unknown[], addRoutes: () => void): void {
+    if (table.length !== this.#added.length) {
+      throw new Error("the route table does not hold this router's routes, one each");
+    }
+    this.#segments.add(segment);
+    this.#deferred.push({ segment, addRoutes, at: this.#added.length, table });
+  }
+
+  /** Adds every deferred route now (for whoever reads the whole route table). */
+  complete(): void {
+    this.#addDeferred(() => true);
+  }
+
+  /** Adds the deferred routes `which` takes, in the order they were deferred. */
+  #addDeferred(which: (deferred: Deferred) => boolean): void {
+    for (let n = 0; n < this.#deferred.length;) {
+      const deferred = this.#deferred[n]!;
+      if (!which(deferred)) {
+        n++;
+        continue;
+      }
+      this.#deferred.splice(n, 1);
+      const before = this.#added.length;
+      deferred.addRoutes();
+      const count = this.#added.length - before;
+      moveTail(this.#added, count, deferred.at);
+      moveTail(deferred.table, count, deferred.at);
+      // those deferred after it go after its routes
+      for (const later of this.#deferred.slice(n)) later.at += count;
+    }
+  }
+
   match(method: string, path: string): Result<T> {
     const key = `${method} ${path}`;
     let result = this.#matches.get(key);
@@ -78,6 +140,7 @@ export class CachedRouter<T> implements Router<T> {
   /** The trie holding every route that may match `path`, built on its first use. */
   #trieBelow(path: string): TrieRouter<T> {
     const first = firstSegment(path);
+    if (this.#deferred.length) this.#addDeferred((deferred) => deferred.segment === first);
     const segment = this.#segments.has(first) ? first : null;
     let trie = this.#tries.get(segment);
     if (!trie) {

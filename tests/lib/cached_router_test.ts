@@ -116,3 +116,103 @@ Deno.test("property: any table, any path, the same answers as Hono's trie router
     { numRuns: 500 },
   );
 });
+
+/** A router whose routes are also kept in a table, as Hono's app keeps `app.routes`. */
+function tabled() {
+  const router = new CachedRouter<string>();
+  const table: string[] = [];
+  const add = (method: string, path: string, name: string) => {
+    router.add(method, path, name);
+    table.push(name);
+  };
+  return { router, table, add };
+}
+
+Deno.test("deferred routes: added at the first request below their segment, in their place", () => {
+  const { router, table, add } = tabled();
+  add("ALL", "*", "log");
+  router.defer("1.1", table, () => add("GET", "/1.1/users", "confd"));
+  router.defer("svc", table, () => add("GET", "/svc/users", "svc"));
+  add("GET", "/health", "health");
+  assert.deepEqual(table, ["log", "health"]);
+  assert.deepEqual(router.match("GET", "/health")[0].map(([name]) => name), ["log", "health"]);
+  assert.deepEqual(table, ["log", "health"], "a request elsewhere adds none");
+  assert.deepEqual(router.match("GET", "/svc/users")[0].map(([name]) => name), ["log", "svc"]);
+  assert.deepEqual(table, ["log", "svc", "health"], "where it was deferred");
+  router.complete();
+  assert.deepEqual(table, ["log", "confd", "svc", "health"], "before what was deferred after it");
+  assert.deepEqual(router.match("GET", "/1.1/users")[0].map(([name]) => name), ["log", "confd"]);
+});
+
+Deno.test("deferring with a table that does not hold the router's routes is refused", () => {
+  const { router } = tabled();
+  router.add("GET", "/a", "a"); // not in the table
+  assert.throws(() => router.defer("b", [], () => {}), /does not hold this router's routes/);
+});
+
+const fixedWord = fc.constantFrom("a", "b", "users", "1.1", "x");
+
+Deno.test("property: routes deferred or not, any first requests, the same answers and table", () => {
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.oneof(
+          fc.tuple(
+            fc.constantFrom("GET", "POST", "ALL"),
+            fc.array(routeSegment, { minLength: 1, maxLength: 3 }).map((parts) =>
+              "/" + parts.join("/")
+            ),
+          ).map(([method, path]) => ({ deferred: null, routes: [[method, path]] })),
+          fc.tuple(
+            fixedWord,
+            fc.array(
+              fc.tuple(
+                fc.constantFrom("GET", "POST", "ALL"),
+                fc.array(routeSegment, { maxLength: 2 }),
+              ),
+              { maxLength: 4 },
+            ),
+          ).map(([segment, routes]) => ({
+            deferred: segment,
+            routes: routes.map(([method, parts]) => [method, ["", segment, ...parts].join("/")]),
+          })),
+        ),
+        { maxLength: 10 },
+      ),
+      fc.array(
+        fc.tuple(
+          fc.constantFrom("GET", "POST"),
+          fc.array(requestSegment, { minLength: 1, maxLength: 4 }).map((parts) =>
+            "/" + parts.join("/")
+          ),
+        ),
+        { minLength: 1, maxLength: 8 },
+      ),
+      (entries, requests) => {
+        const trie = new TrieRouter<string>();
+        const all: string[] = [];
+        const { router, table, add } = tabled();
+        let serial = 0;
+        for (const { deferred, routes } of entries) {
+          const named = routes.map(([method, path]) => [method!, path!, `${serial++}`] as const);
+          for (const [method, path, name] of named) {
+            trie.add(method, path, name);
+            all.push(name);
+          }
+          const addAll = () => named.forEach(([method, path, name]) => add(method, path, name));
+          if (deferred === null) addAll();
+          else router.defer(deferred, table, addAll);
+        }
+        for (const [method, path] of requests) {
+          assert.deepEqual(router.match(method, path), trie.match(method, path), path);
+        }
+        router.complete();
+        assert.deepEqual(table, all, "the table in the order of the routes added at once");
+        for (const [method, path] of requests) {
+          assert.deepEqual(router.match(method, path), trie.match(method, path), path);
+        }
+      },
+    ),
+    { numRuns: 500 },
+  );
+});
