@@ -7,7 +7,7 @@ import { prepareStore, startBackground } from "./lib/bootstrap.ts";
 import { demoBanner } from "./lib/demo.ts";
 import { createServices, type Services } from "./lib/services.ts";
 import { collectWhenIdle } from "./lib/idle_gc.ts";
-import { createApp } from "./routes/mod.ts";
+import { serverApp } from "./routes/app.ts";
 
 /** Stops the process with one line naming what is wrong. */
 function fail(message: string): never {
@@ -135,8 +135,9 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   }
   await prepareStore(services);
   startBackground(services);
-  // each API area declared at its first request: a start answers sooner (docs/performance.md)
-  const app = createApp(services, { areasOnFirstUse: true });
+  // the API areas loaded and declared at their first request: a start answers sooner
+  // (docs/performance.md)
+  const app = serverApp(services);
   // The signal handlers come first: a SIGTERM right after "listening" still closes the store.
   // They run from the event loop, so `server` is always set by the time one does.
   const stop = async () => {

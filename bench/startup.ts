@@ -20,6 +20,8 @@
 import { fileURLToPath } from "node:url";
 import { freePort, pause, root, rssKb, run, startDeno, waitReady } from "./processes.ts";
 import { median, type Row, spread } from "./rows.ts";
+import { PARTS_DIR } from "../tools/finish_bundle.ts";
+import { type Node, parse } from "../tools/syntax.ts";
 
 /** The targets of issue 28: the cold start (code cache warm), the first start, against the hello's. */
 const WARM_START_RATIO = 2.5;
@@ -42,29 +44,65 @@ export const BUNDLE_RUN = [
 ];
 
 /**
- * Builds the bundle (`deno task bundle`) and copies it to a new file in `dir`: a file Deno has
- * never run, so its first start has no code cache.
+ * Copies the bundle whose entry is `entry` (`svc.js`, beside its `svc-parts/` folder) to the new
+ * folder `to`; returns the copy's entry. Files at new paths: Deno has run none of them.
+ */
+export async function copyBundle(entry: string, to: string): Promise<string> {
+  const from = entry.slice(0, entry.lastIndexOf("/"));
+  await Deno.mkdir(`${to}/${PARTS_DIR}`, { recursive: true });
+  await Deno.copyFile(entry, `${to}/svc.js`);
+  for await (const { name } of Deno.readDir(`${from}/${PARTS_DIR}`)) {
+    await Deno.copyFile(`${from}/${PARTS_DIR}/${name}`, `${to}/${PARTS_DIR}/${name}`);
+  }
+  return `${to}/svc.js`;
+}
+
+/**
+ * Builds the bundle (`deno task bundle`) and copies it to a new folder in `dir` (its entry is
+ * returned): files Deno has never run, so its first start has no code cache.
  */
 export async function freshBundle(dir: string): Promise<string> {
   await run(Deno.execPath(), ["task", "--quiet", "bundle"], 300_000);
-  const file = `${dir}/svc-${crypto.randomUUID().slice(0, 8)}.js`;
-  await Deno.copyFile(`${root}/dist/svc.js`, file);
-  return file;
+  return await copyBundle(`${root}/dist/svc.js`, `${dir}/svc-${crypto.randomUUID().slice(0, 8)}`);
+}
+
+/**
+ * The files a start of the bundle reads: its entry and those it imports, and so on (not those
+ * it imports by `import()` at their first use, tools/finish_bundle.ts), each without its `import`
+ * and `export` statements.
+ */
+async function filesReadAtStart(entry: string): Promise<string[]> {
+  const bodies = new Map<string, string>();
+  const pending = [entry];
+  while (pending.length) {
+    const file = pending.pop()!;
+    if (bodies.has(file)) continue;
+    const text = await Deno.readTextFile(file);
+    let body = "";
+    let copied = 0;
+    for (const statement of parse(text).body as Node[]) {
+      const source = statement.source as Node | null | undefined;
+      if (source) pending.push(new URL(source.value as string, `file://${file}`).pathname);
+      const declaration = statement.declaration as Node | null | undefined;
+      if (statement.type.startsWith("Import") || statement.type.startsWith("Export")) {
+        body += text.slice(copied, statement.start);
+        copied = declaration ? declaration.start : statement.end;
+      }
+    }
+    bodies.set(file, body + text.slice(copied));
+  }
+  return [...bodies.values()];
 }
 
 /**
  * The runtime's share of the bundle's start (the detail of each row): a hello world holding the
- * bundle's whole text in a function it never calls, that opens Deno KV on a file (one read) and
- * registers a `Deno.cron` before serving, as svc must. Deno parses every byte of a file it has
- * not run before and V8 keeps the source (twice its size in memory), so this program pays what
- * svc's size and store cost before svc's own code runs; written next to the bundle, as JS.
+ * text of the bundle's files a start reads ({@link filesReadAtStart}) in functions it never calls,
+ * that opens Deno KV on a file (one read) and registers a `Deno.cron` before serving, as svc must.
+ * Deno parses every byte of a file it has not run before and V8 keeps the source, so this program
+ * pays what svc's size and store cost before svc's own code runs; written next to the bundle.
  */
 export async function runtimeFloor(bundle: string, dir: string): Promise<string> {
-  const text = await Deno.readTextFile(bundle);
-  const end = text.lastIndexOf("\nexport {");
-  if (end < 0) throw new Error("the bundle's export statement is not where expected");
-  const close = text.indexOf("};", end);
-  const body = text.slice(0, end) + text.slice(close + 2);
+  const bodies = await filesReadAtStart(bundle);
   const file = `${dir}/floor-${crypto.randomUUID().slice(0, 8)}.js`;
   await Deno.writeTextFile(
     file,
@@ -74,21 +112,18 @@ Deno.cron("floor", "0 0 1 1 *", () => {});
 Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.args[0]), onListen() {} }, () =>
   new Response("Hello, world!"));
 // never called: only parsed and held, as svc's code before it runs
-async function neverRun() {
-${body}
-}
-`,
+${bodies.map((body, n) => `async function neverRun${n}() {\n${body}\n}\n`).join("")}`,
   );
   return file;
 }
 
 /**
- * Deno's analysis of a file it has not run (ms, median of `count`): before it runs a new file, Deno
+ * Deno's analysis of the files a start reads (ms, median of `count`): before it runs a new file, Deno
  * parses all of its code (its module graph, kept afterwards in `DENO_DIR`), which a later start
  * reads from that cache. Timed as `deno info` of a fresh copy of `file` less a second `deno info`
  * of the same copy, which finds the analysis kept.
  */
-async function analysisMs(file: string, dir: string, count: number): Promise<number> {
+async function analysisMs(entry: string, dir: string, count: number): Promise<number> {
   const timed = async (copy: string) => {
     const started = performance.now();
     await run(Deno.execPath(), ["info", "--quiet", "--no-config", copy], 60_000, { capture: true });
@@ -96,8 +131,7 @@ async function analysisMs(file: string, dir: string, count: number): Promise<num
   };
   const times = [];
   for (let n = 0; n < count; n++) {
-    const copy = `${dir}/analysed-${crypto.randomUUID().slice(0, 8)}.js`;
-    await Deno.copyFile(file, copy);
+    const copy = await copyBundle(entry, `${dir}/analysed-${crypto.randomUUID().slice(0, 8)}`);
     const fresh = await timed(copy);
     times.push(fresh - await timed(copy));
   }
@@ -148,6 +182,14 @@ interface Run {
   warm: Started[];
 }
 
+/** The `n`th copy of a program: its file, or the bundle's folder (its entry returned). */
+async function copyProgram(file: string, n: number): Promise<string> {
+  if (file.endsWith("/svc.js")) return await copyBundle(file, file.replace(/\/svc\.js$/, `-${n}`));
+  const copy = file.replace(/(\.[jt]s)$/, `-${n}$1`);
+  await Deno.copyFile(file, copy);
+  return copy;
+}
+
 /**
  * {@link FIRST_STARTS} first starts of each program, each of a new copy with a store of its own,
  * then `count` more of its last copy on that store. The programs start in turn (one start of each,
@@ -163,8 +205,7 @@ async function startsInTurn(count: number, programs: Program[]): Promise<Run[]> 
   }));
   for (let n = 0; n < FIRST_STARTS; n++) {
     for (const [i, { file, store, path }] of programs.entries()) {
-      const copy = file.replace(/(\.[jt]s)$/, `-${n}$1`);
-      await Deno.copyFile(file, copy);
+      const copy = await copyProgram(file, n);
       runs[i]!.copy = copy;
       runs[i]!.firsts.push(await start([...BUNDLE_RUN, copy], { SVC_KV: store(n) }, path));
     }

@@ -9,7 +9,7 @@ import { prepareStore, startBackground } from "../lib/bootstrap.ts";
 import { loadConfig } from "../lib/config.ts";
 import { createServices } from "../lib/services.ts";
 import { Store } from "../lib/store/store.ts";
-import { createApp } from "../routes/mod.ts";
+import { serverApp } from "../routes/app.ts";
 
 const env = Deno.env.toObject();
 // Deploy's logs are what the console writes
@@ -20,5 +20,5 @@ await prepareStore(services);
 // the same background work as `deno task start`: events posted, the platform followed, crons
 startBackground(services);
 
-// each API area declared at its first request, as `deno task start` does
-Deno.serve(createApp(services, { areasOnFirstUse: true }).fetch);
+// the API areas loaded and declared at their first request, as `deno task start` does
+Deno.serve(serverApp(services).fetch);

@@ -115,9 +115,9 @@ export class CachedRouter<T> implements Router<T> {
         n++;
         continue;
       }
-      this.#deferred.splice(n, 1);
       const before = this.#added.length;
-      deferred.addRoutes();
+      deferred.addRoutes(); // one that throws before adding a route stays deferred
+      this.#deferred.splice(n, 1);
       const count = this.#added.length - before;
       moveTail(this.#added, count, deferred.at);
       moveTail(deferred.table, count, deferred.at);

@@ -9,8 +9,8 @@
  * exactly that `'`, so export → import → export gives the same bytes.
  *
  * The parser (papaparse) loads at the first import of a file: the exports write their few quoting
- * rules themselves ({@link toCsv}), so a server that never imports CSV never compiles it (the
- * bundle keeps it as text until then, `tools/finish_bundle.ts`).
+ * rules themselves ({@link toCsv}), so a server that never imports CSV never compiles it (in the
+ * bundle it is a file of its own, `tools/finish_bundle.ts`).
  */
 // @ts-types="@types/papaparse"
 import type Papa from "papaparse";

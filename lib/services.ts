@@ -10,7 +10,6 @@ import { CtiHub } from "./cti/hub.ts";
 import { platformMessage } from "./events/messages.ts";
 import { createLogger, type Logger, toConsole, toStderr } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import { AsteriskPlatform } from "./platform/asterisk/mod.ts";
 import type { Platform } from "./platform/port.ts";
 import { SimPlatform } from "./platform/sim/mod.ts";
 import { recordCallsOnce } from "./store/call_history.ts";
@@ -70,7 +69,7 @@ export async function createServices(
       talkMs: config.simTalkMs,
     })
     : null;
-  const platform = sim ?? asterisk(config, store, clock, logger);
+  const platform = sim ?? await asterisk(config, store, clock, logger);
   connectPlatform(platform, events, store);
   const services: Services = {
     config,
@@ -95,11 +94,12 @@ export async function createServices(
 }
 
 /**
- * The Asterisk adapter of the settings (loadConfig made sure they are all there). Imported with
- * the rest, not on first use: in the bundle's text it would compile without V8's code cache at
- * every start on Asterisk (docs/performance.md).
+ * The Asterisk adapter of the settings (loadConfig made sure they are all there), loaded by
+ * `import()`: a start on the simulator neither reads nor compiles it (in the bundle it is a file of
+ * its own, which V8's code cache holds like the others, docs/performance.md).
  */
-function asterisk(config: Config, store: Store, clock: Clock, logger: Logger): AsteriskPlatform {
+async function asterisk(config: Config, store: Store, clock: Clock, logger: Logger) {
+  const { AsteriskPlatform } = await import("./platform/asterisk/mod.ts");
   return new AsteriskPlatform({
     store,
     clock,

@@ -4,7 +4,7 @@
  * (Kerberos SPNEGO), `GET /auth/cas` (a CAS service ticket) and `GET /auth/oidc` (an OpenID Connect
  * access token), each answering its "not configured" error while its setting is unset. The single
  * sign-on implementations (`lib/auth/sso/`) load at their route's first request: most servers never
- * use them, and a start need not compile them (the bundle keeps them as text until then,
+ * use them, and a start need not read or compile them (in the bundle they are files of their own,
  * `tools/finish_bundle.ts`).
  */
 import { operation, type OperationMeta } from "../lib/openapi/operation.ts";

@@ -9,8 +9,9 @@
  * (500 functions, 300 KB of source; about 6 ms of a 59 ms start, docs/performance.md).
  *
  * {@link functionsRunAtStart} starts the finished bundle once, with V8's coverage, until its first
- * `GET /health` answer; {@link compiledWithBundle} then writes the functions that ran in the form V8
- * compiles at once, each meaning what it meant:
+ * `GET /health` answer, then asks a path no route takes (which loads the API areas' file);
+ * {@link compiledWithBundle} then writes the functions that ran in the form V8 compiles at once, in
+ * each file of the bundle, each meaning what it meant:
  * - a top-level `function f(…) {…}` becomes `var f = (function (…) {…});`, moved to the top of the
  *   bundle, where it is defined before any code runs, as a declaration is (V8 names it `f`);
  * - an arrow function that uses no `this`, `arguments`, `super` or `new.target` becomes a function
@@ -129,16 +130,23 @@ interface ScriptCoverage {
 }
 
 /**
- * The offsets where the functions begin that `bundle` runs from its start to its first answer to
- * `GET /health`: the bundle is written to a temporary folder and run there with V8's coverage, on
- * the defaults (the simulator, a store in memory), then stopped with SIGTERM (it writes its
- * coverage as it exits). A bundle that does not start stops the build.
+ * The offsets where the functions begin that the bundle runs from its start to its first answer
+ * to `GET /health`, then to `GET /nothing` (which loads the API areas), by file: `files` (names relative to the entry's folder → texts) are written to
+ * a temporary folder and `entry` run there with V8's coverage, on the defaults (the simulator, a
+ * store in memory), then stopped with SIGTERM (it writes its coverage as it exits). A bundle that
+ * does not start stops the build.
  */
-export async function functionsRunAtStart(bundle: string): Promise<Set<number>> {
+export async function functionsRunAtStart(
+  files: ReadonlyMap<string, string>,
+  entry: string,
+): Promise<Map<string, Set<number>>> {
   const dir = await Deno.makeTempDir({ prefix: "svc-bundle-start-" });
   try {
-    const file = `${dir}/svc.js`;
-    await Deno.writeTextFile(file, bundle);
+    for (const [name, text] of files) {
+      await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
+      await Deno.writeTextFile(`${dir}/${name}`, text);
+    }
+    const file = `${dir}/${entry}`;
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     const { port } = listener.addr;
     listener.close();
@@ -183,6 +191,12 @@ export async function functionsRunAtStart(bundle: string): Promise<Set<number>> 
         throw new Error(`the bundle did not answer GET /health: ${await errors}`);
       }
     }
+    // a path no route takes: its 404 reads the whole route table, which loads and declares every
+    // API area, whose functions then also compile with their file (the first request of each
+    // later start runs them)
+    const unknown = await fetch(`http://127.0.0.1:${port}/nothing`);
+    await unknown.body?.cancel();
+    if (unknown.status !== 404) throw new Error(`GET /nothing answered ${unknown.status}`);
     child.kill("SIGTERM");
     let timer: ReturnType<typeof setTimeout> | undefined;
     const stopped = await Promise.race([
@@ -192,17 +206,22 @@ export async function functionsRunAtStart(bundle: string): Promise<Set<number>> 
     clearTimeout(timer);
     if (!stopped) child.kill("SIGKILL");
     if (!stopped?.success) throw new Error(`the bundle did not stop cleanly: ${await errors}`);
-    const started = new Set<number>();
-    for await (const entry of Deno.readDir(`${dir}/coverage`)) {
-      const script = JSON.parse(await Deno.readTextFile(`${dir}/coverage/${entry.name}`));
+    const started = new Map<string, Set<number>>();
+    for await (const coverage of Deno.readDir(`${dir}/coverage`)) {
+      const script = JSON.parse(await Deno.readTextFile(`${dir}/coverage/${coverage.name}`));
       for (const { url, functions } of [script] as ScriptCoverage[]) {
-        if (url !== `file://${file}`) continue;
+        const name = url.startsWith(`file://${dir}/`) ? url.slice(`file://${dir}/`.length) : "";
+        if (!files.has(name)) continue;
+        const offsets = started.get(name) ?? new Set<number>();
+        started.set(name, offsets);
         for (const { ranges: [whole] } of functions) {
-          if (whole && whole.count > 0 && whole.startOffset > 0) started.add(whole.startOffset);
+          if (whole && whole.count > 0 && whole.startOffset > 0) offsets.add(whole.startOffset);
         }
       }
     }
-    if (!started.size) throw new Error("the coverage of the bundle's start names no function");
+    if (!started.get(entry)?.size) {
+      throw new Error("the coverage of the bundle's start names no function");
+    }
     return started;
   } finally {
     await Deno.remove(dir, { recursive: true });

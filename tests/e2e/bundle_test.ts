@@ -1,15 +1,19 @@
 /**
- * `deno task bundle` gives one self-contained file that serves: the bundle runs without the
- * repository's deno.json (`--no-config`) and answers `GET /health`; copied out of the repository,
- * it still tells the revision it was built from (`GET /version`) and serves `GET /metrics`
- * (prom-client bundled in). `tools/finish_bundle.ts` left it in ASCII, without `node:module`, its
- * docs files gzipped, and the code only `import()` reaches (the YAML writer, the CSV parser, single
- * sign-on) as text until its first use, where it serves as from the sources. It also runs on
- * Asterisk (the AMI replay).
+ * `deno task bundle` gives a self-contained bundle that serves: `dist/svc.js` and the files it
+ * imports (`dist/svc-parts/`) run without the repository's deno.json (`--no-config`) and answer
+ * `GET /health`; copied out of the repository, they still tell the revision they were built from
+ * (`GET /version`) and serve `GET /metrics` (prom-client bundled in). `tools/finish_bundle.ts` left
+ * them in ASCII, without `node:module`, the docs files gzipped, and the code only `import()`
+ * reaches (the API areas, the YAML writer, the CSV parser, single sign-on, the Asterisk adapter) in
+ * files read at their first use, where it serves as from the sources. It also runs on Asterisk
+ * (the AMI replay).
  */
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import denoJson from "../../deno.json" with { type: "json" };
 import { REVISION_SLOT } from "../../lib/version.ts";
+import { copyBundle } from "../../bench/startup.ts";
+import { writtenImports } from "../../tools/finish_bundle.ts";
 import { SWAGGER_UI_FILES } from "../../routes/docs_assets.ts";
 import { SUPERVISION_FILES } from "../../web/supervision/assets.ts";
 import { parseExposition, valueOf } from "../prometheus.ts";
@@ -43,19 +47,53 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
   const bundle = new URL("dist/svc.js", repoRoot);
   assert.ok((await Deno.stat(bundle)).isFile, "dist/svc.js is missing");
 
+  const parts = [...Deno.readDirSync(new URL("dist/svc-parts/", repoRoot))].map(({ name }) => name);
+  const texts = [bundle, ...parts.map((name) => new URL(`dist/svc-parts/${name}`, repoRoot))]
+    .map((file) => Deno.readTextFileSync(file));
+
   await t.step(
     "finished: ASCII only, Node's layer not loaded at start, start compiled",
     async () => {
       const text = await Deno.readTextFile(bundle);
-      // V8 keeps a source with one character outside ASCII in two bytes per character
-      assert.equal(text.search(/[\u0080-\uffff]/), -1, "a character outside ASCII");
-      // the bundler's createRequire imports node:module, which loads Deno's Node layer (8 MB)
-      assert.ok(!text.includes('from "node:module"'), "node:module imported");
-      assert.ok(!text.includes(REVISION_SLOT), "the revision slot is stamped");
+      for (const file of texts) {
+        // V8 keeps a source with one character outside ASCII in two bytes per character
+        assert.equal(file.search(/[\u0080-\uffff]/), -1, "a character outside ASCII");
+        // the bundler's createRequire imports node:module, which loads Deno's Node layer (8 MB)
+        assert.ok(!file.includes('from "node:module"'), "node:module imported");
+        assert.ok(!file.includes(REVISION_SLOT), "the revision slot is stamped");
+        // Deno reads every file a written name in import() names at each start, run or not
+        assert.deepEqual(writtenImports(file), [], "an import() of a written name");
+      }
       // what every start runs is written where V8 compiles it with the file (tools/eager_start.ts),
       // what none runs is left as it was
-      assert.match(text, /^var createApp = \(function \(services, /m);
+      assert.match(text, /^var buildApp = \(function \(services, /m);
       assert.match(text, /^function demoBanner\(/m);
+      // the API areas, the Asterisk adapter, the docs page's files: each a file of its own
+      for (const name of ["areas", "mod", "docs_assets", "js-yaml", "papaparse", "oidc"]) {
+        assert.equal(parts.filter((part) => part.startsWith(`${name}-`)).length, 1, name);
+      }
+    },
+  );
+
+  await t.step(
+    "a start reads no API area: without their file, /health answers, the API 500",
+    async () => {
+      await withTempDir(async (dir) => {
+        const copy = await copyBundle(fileURLToPath(bundle), `${dir}/svc`);
+        const areas = `${dir}/svc/svc-parts/${parts.find((name) => name.startsWith("areas-"))}`;
+        await Deno.remove(areas);
+        const server = await startServer({ SVC_KV: ":memory:" }, { args: bundleArgs(copy) });
+        try {
+          assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200);
+          // the first request needing an area fails on the missing file, saying so
+          const failed = await fetch(`${server.baseUrl}/1.1/users`);
+          assert.equal(failed.status, 500);
+          assert.equal((await failed.json()).error, "NotHandledError");
+          assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200);
+        } finally {
+          await server.stop();
+        }
+      });
     },
   );
 
@@ -88,13 +126,6 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
   await t.step(
     "the code loaded on first use: a YAML document, a CSV import, OpenID Connect",
     async () => {
-      const text = await Deno.readTextFile(bundle);
-      // the bundler's wrappers of js-yaml, papaparse and lib/auth/sso/oidc.ts: at the start of a
-      // line when code, after an escaped line end in the text
-      for (const code of ["var init_js_yaml", "var require_papaparse", "var init_oidc"]) {
-        assert.ok(!text.includes(`\n${code}`), `${code}: code, not text`);
-        assert.ok(text.includes(`\\n${code}`), `${code}: not in the text`);
-      }
       const admin = { login: "bundle-admin", password: "bundle-admin-password" };
       const server = await startServer({
         SVC_KV: ":memory:",
@@ -164,7 +195,7 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
     assert.ok(git.success, "git rev-parse HEAD failed");
     const revision = new TextDecoder().decode(git.stdout).trim();
     await withTempDir(async (dir) => {
-      await Deno.copyFile(bundle, `${dir}/svc.js`);
+      await copyBundle(fileURLToPath(bundle), dir);
       const server = await startServer(
         { SVC_KV: ":memory:", SVC_METRICS_TOKEN: METRICS_TOKEN },
         { args: bundleArgs("svc.js"), cwd: dir },

@@ -78,21 +78,37 @@ const answer = atStart();
 Deno.addSignalListener("SIGTERM", () => Deno.exit(0));
 Deno.serve(
   { hostname: Deno.env.get("SVC_HOSTNAME"), port: Number(Deno.env.get("SVC_PORT")), onListen() {} },
-  () => new Response(answer),
+  (request) =>
+    new URL(request.url).pathname === "/health" ? new Response(answer) : onOtherPath(),
 );
+function onOtherPath() { return new Response(part(), { status: 404 }); }
 `;
 
-Deno.test("the functions run at start are found by starting the file", async () => {
-  const started = await functionsRunAtStart(SERVER);
-  assert.ok(started.has(SERVER.indexOf("function atStart")), "atStart ran");
-  assert.ok(!started.has(SERVER.indexOf("function neverCalled")), "neverCalled did not");
-  // the handler had answered GET /health
-  assert.ok(started.has(SERVER.indexOf("() => new Response")), "the handler ran");
+/** The server as a bundle: its entry, and a file of it in svc-parts/. */
+const SERVER_FILES = new Map([
+  ["svc.js", `import { part } from "./svc-parts/part.js";\n${SERVER}`],
+  ["svc-parts/part.js", 'export function part() { return "part"; }\nexport function not() {}\n'],
+]);
+
+Deno.test("the functions run at start, and at a request no route takes, are found by file", async () => {
+  const started = await functionsRunAtStart(SERVER_FILES, "svc.js");
+  const entry = SERVER_FILES.get("svc.js")!;
+  const inEntry = started.get("svc.js")!;
+  assert.ok(inEntry.has(entry.indexOf("function atStart")), "atStart ran");
+  assert.ok(!inEntry.has(entry.indexOf("function neverCalled")), "neverCalled did not");
+  // the handler had answered GET /health, then GET /nothing
+  assert.ok(inEntry.has(entry.indexOf("(request) =>")), "the handler ran");
+  assert.ok(inEntry.has(entry.indexOf("function onOtherPath")), "the request no route takes ran");
+  const part = SERVER_FILES.get("svc-parts/part.js")!;
+  assert.deepEqual([...started.get("svc-parts/part.js")!], [part.indexOf("function part")]);
 });
 
 Deno.test("a file that does not serve stops the build, with what it printed", async () => {
   await assert.rejects(
-    functionsRunAtStart('throw new Error("no configuration here");'),
+    functionsRunAtStart(
+      new Map([["svc.js", 'throw new Error("no configuration here");']]),
+      "svc.js",
+    ),
     /did not answer GET \/health: [^]*no configuration here/,
   );
 });

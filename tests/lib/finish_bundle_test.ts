@@ -1,17 +1,19 @@
 /**
  * `tools/finish_bundle.ts`, the last step of `deno task bundle`: Node built-ins required at their
- * first use, the docs files gzipped, a source in ASCII only, the code only `import()` reaches kept
- * as text, each run as a module to show that it means what it meant.
+ * first use, the docs files gzipped, a source in ASCII only, the files of the bundle in place and
+ * imported at their first use, each run as a module to show that it means what it meant.
  */
 import assert from "node:assert/strict";
 import { gunzipSync } from "node:zlib";
 import { GZIP_MARK } from "../../routes/docs_page.ts";
 import {
   asciiOnly,
-  coldModules,
   EAGER_REQUIRE,
   gzipDocsFiles,
+  importedOnFirstUse,
+  importsFromParts,
   lazyBuiltins,
+  PARTS_DIR,
 } from "../../tools/finish_bundle.ts";
 import { importSource as load } from "../helpers.ts";
 
@@ -77,112 +79,90 @@ export { css_default, small_default };
   assert.throws(() => gzipDocsFiles(twice, [css]), /found 2 times/);
 });
 
-/** The bundler's helpers for modules it wraps, as `deno bundle` writes them. */
-const WRAPPERS = `var __getOwnPropNames = Object.getOwnPropertyNames;
-var __esm = (fn, res) => function __init() {
-  return fn && (res = (0, fn[__getOwnPropNames(fn)[0]])(fn = 0)), res;
+/** Writes `files` (name → text) to a new folder; returns it. */
+async function written(files: Record<string, string>): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  for (const [name, text] of Object.entries(files)) {
+    await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
+    await Deno.writeTextFile(`${dir}/${name}`, text);
+  }
+  return dir;
+}
+
+/** An entry and two files as `deno bundle --code-splitting` writes them, side by side. */
+const SPLIT = {
+  "main.js": `import { shared } from "./chunk-ABC.js";
+import "./chunk-DEF.js";
+export async function later() {
+  const { heavy } = await import("./heavy-GHI.js");
+  return heavy() + " " + shared;
+}
+export { shared };
+export * from "./chunk-DEF.js";
+`,
+  "chunk-ABC.js": 'export const shared = "shared";\n',
+  "chunk-DEF.js": 'export const side = "side";\n',
+  "heavy-GHI.js": `import { shared } from "./chunk-ABC.js";
+export const heavy = () => "heavy " + shared;
+export const again = () => import("./chunk-DEF.js").then(({ side }) => side);
+`,
 };
-var __commonJS = (cb, mod) => function __require2() {
-  return mod || (0, cb[__getOwnPropNames(cb)[0]])((mod = { exports: {} }).exports, mod), mod.exports;
-};
-var __export = (target, all) => {
-  for (var name in all)
-    Object.defineProperty(target, name, { get: all[name], enumerable: true });
-};
-var __toESM = (mod) => ({ default: mod, ...mod });
+
+Deno.test("the entry imports the bundle's files from svc-parts/, by import() at their first use", async () => {
+  const entry = importedOnFirstUse(importsFromParts(SPLIT["main.js"]));
+  assert.ok(!/from "\.\/chunk/.test(entry), "every static import names svc-parts/");
+  assert.ok(entry.includes('"./svc-parts/chunk-DEF.js"'));
+  // a written name in import() is a file Deno reads at every start, run or not
+  assert.ok(!/(?<!__svc_)import\("/.test(entry), "an import() of a written name is left");
+  assert.ok(entry.includes('__svc_import("./svc-parts/heavy-GHI.js")'));
+  const heavy = importedOnFirstUse(SPLIT["heavy-GHI.js"]);
+  assert.ok(
+    heavy.includes('__svc_import("./chunk-DEF.js")'),
+    "the parts name one another as before",
+  );
+  const dir = await written({
+    "svc.js": entry,
+    [`${PARTS_DIR}/chunk-ABC.js`]: SPLIT["chunk-ABC.js"],
+    [`${PARTS_DIR}/chunk-DEF.js`]: SPLIT["chunk-DEF.js"],
+    [`${PARTS_DIR}/heavy-GHI.js`]: heavy,
+  });
+  try {
+    const module = await import(`file://${dir}/svc.js`);
+    assert.equal(module.side, "side");
+    assert.equal(await module.later(), "heavy shared shared");
+    const part = await import(`file://${dir}/${PARTS_DIR}/heavy-GHI.js`);
+    assert.equal(await part.again(), "side", "an import() in a part resolves against the part");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a file without import() is left as it is; one naming the helper stops the build", () => {
+  assert.equal(importedOnFirstUse(SPLIT["chunk-ABC.js"]), SPLIT["chunk-ABC.js"]);
+  assert.throws(
+    () => importedOnFirstUse('var __svc_import = 1;\nimport("./x.js");\n'),
+    /already names __svc_import/,
+  );
+});
+
+Deno.test("a file using the require another defines is checked, and left to it", async () => {
+  const defining = `${EAGER_REQUIRE}\nexport { __require };\n`;
+  const using = `import {\n  __require\n} from "./chunk-REQ.js";
+var util = __require("node:util");
+export const later = () => util.format("%s-%d", "call", 7);
 `;
-
-/**
- * A bundle as `deno bundle` writes one whose entry imports `shared.ts` and, with `import()`,
- * `heavy.ts` (which imports `shared.ts` too) and the CommonJS `parser.js`.
- */
-const WITH_IMPORTS = `${WRAPPERS}
-// shared.ts
-var shared, loads;
-var init_shared = __esm({
-  "shared.ts"() {
-    shared = "shared";
-    loads = { heavy: 0, parser: 0 };
+  const lazy = lazyBuiltins(defining);
+  assert.ok(!lazy.includes("node:module"), "the defining file loads no built-in at start");
+  assert.equal(lazyBuiltins(using), using);
+  assert.throws(
+    () => lazyBuiltins(using.replace("__require\n}", "other\n}")),
+    /not through the expected createRequire/,
+  );
+  const dir = await written({ "chunk-REQ.js": lazy, "main.js": using });
+  try {
+    const module = await import(`file://${dir}/main.js`);
+    assert.equal(module.later(), "call-7");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
-});
-
-// heavy.ts
-var heavy_exports = {};
-__export(heavy_exports, {
-  heavy: () => heavy
-});
-function heavy() {
-  return \`heavy \${helper()} \${shared} \${table.get(1)}\`;
-}
-function helper() {
-  return "helper";
-}
-var table;
-var init_heavy = __esm({
-  "heavy.ts"() {
-    init_shared();
-    loads.heavy++;
-    table = /* @__PURE__ */ new Map([[1, "one"]]);
-  }
-});
-
-// parser.js
-var require_parser = __commonJS({
-  "parser.js"(exports, module) {
-    loads.parser++;
-    module.exports = { parse: (text) => text.split(",") };
-  }
-});
-
-// main.ts
-init_shared();
-function eager() {
-  return shared;
-}
-async function later() {
-  const { heavy: heavy2 } = await Promise.resolve().then(() => (init_heavy(), heavy_exports));
-  return heavy2();
-}
-async function parse(text) {
-  const { default: parser } = await Promise.resolve().then(() => __toESM(require_parser()));
-  return parser.parse(text);
-}
-export { eager, later, loads, parse };
-`;
-
-Deno.test("the code only import() reaches is text until the first import, then runs as before", async () => {
-  const { bundle, cold } = coldModules(WITH_IMPORTS);
-  assert.equal(cold, 7); // heavy.ts's five statements, parser.js's wrapper, helper()
-  // at the start of a line: code; in the text, after an escaped line end
-  for (const code of ["function heavy(", "function helper(", "var require_parser", "var table"]) {
-    assert.ok(!bundle.includes(`\n${code}`), `${code} is still code`);
-    assert.ok(bundle.includes(`\\n${code}`), `${code} is not in the text`);
-  }
-  assert.ok(bundle.includes("\nfunction eager("), "the code the start runs stays");
-  const module = await load(bundle);
-  const loads = module.loads as { heavy: number; parser: number };
-  assert.equal((module.eager as () => string)(), "shared");
-  assert.deepEqual(loads, { heavy: 0, parser: 0 });
-  const later = module.later as () => Promise<string>;
-  assert.equal(await later(), "heavy helper shared one");
-  assert.equal(await later(), "heavy helper shared one");
-  assert.deepEqual(await (module.parse as (text: string) => Promise<string[]>)("a,b"), ["a", "b"]);
-  assert.deepEqual(loads, { heavy: 1, parser: 1 }, "each module initialised once");
-});
-
-Deno.test("what the start names, and import.meta, stay code", async () => {
-  const named = WITH_IMPORTS.replace(
-    "function eager() {\n  return shared;",
-    "function eager() {\n  return helper() + import.meta.url.length;",
-  ).replace("function helper() {", "function helper() {\n  import.meta;");
-  const { bundle, cold } = coldModules(named);
-  assert.equal(cold, 6);
-  assert.ok(bundle.includes("\nfunction helper("), "helper() is named at start");
-  const module = await load(bundle);
-  assert.equal(await (module.later as () => Promise<string>)(), "heavy helper shared one");
-});
-
-Deno.test("a bundle without import() is left as it is", () => {
-  const bundle = `${WRAPPERS}\nfunction f() {\n  return 1;\n}\nexport { f };\n`;
-  assert.deepEqual(coldModules(bundle), { bundle, cold: 0 });
 });

@@ -1,11 +1,12 @@
 /**
- * `createApp(services, { areasOnFirstUse: true })`, as the server runs it: each API area declared
- * at the first request below its path. The app answers, counts and documents exactly as the app
+ * `serverApp(services)`, as the server runs it: the areas' code loaded by `import()` at the first
+ * request other than `GET /health`, each API area declared at the first request below its path. The app answers, counts and documents exactly as the app
  * with every area declared at once (the one the other tests use), whichever area is asked first.
  */
 import assert from "node:assert/strict";
 import type { CachedRouter } from "../../lib/cached_router.ts";
-import { createApp } from "../../routes/mod.ts";
+import { buildApp, serverApp } from "../../routes/app.ts";
+import { type AreaRoutes, areaRoutes } from "../../routes/areas.ts";
 import { bearer, ctiUser, login, setup, type TestContext, webServiceUser } from "../helpers.ts";
 
 const METRICS_TOKEN = "metrics-scrape-token-0123456789abcdef";
@@ -13,7 +14,7 @@ const METRICS_TOKEN = "metrics-scrape-token-0123456789abcdef";
 /** Both apps on one set of services (one store): what one writes, the other reads. */
 async function apps() {
   const ctx = await setup({ SVC_METRICS_TOKEN: METRICS_TOKEN });
-  const lazy = createApp(ctx.services, { areasOnFirstUse: true });
+  const lazy = serverApp(ctx.services);
   return { ctx, eager: ctx.app, lazy };
 }
 
@@ -112,8 +113,61 @@ Deno.test("the OpenAPI document of the app first asked for it is the whole docum
   assert.deepEqual(routeTable(lazy), routeTable(eager));
 });
 
-Deno.test("the route table can be completed by whoever reads it whole", async () => {
-  const { eager, lazy } = await apps();
+/** The server's app on `ctx`'s services, its areas' code given by `load`, the loads counted. */
+function countedLoads(ctx: TestContext, load: () => Promise<AreaRoutes>) {
+  const counted = {
+    loads: 0,
+    app: buildApp(ctx.services, {
+      load: () => {
+        counted.loads++;
+        return load();
+      },
+    }),
+  };
+  return counted;
+}
+
+Deno.test("before the areas' code loads: GET /health answers, any other request waits for it", async () => {
+  const ctx = await setup();
+  const counted = countedLoads(ctx, () => Promise.resolve(areaRoutes));
+  const lazy = counted.app;
+  for (const method of ["GET", "HEAD"]) {
+    assert.equal((await lazy.request("/health", { method })).status, 200, method);
+  }
+  assert.equal(counted.loads, 0, "the liveness probe needs no area");
+  // the route table read whole before the load: a clear error, not a table without the areas
+  assert.throws(
+    () => (lazy.router as CachedRouter<unknown>).complete(),
+    /the API area \/svc\/api\/2\.0 is needed before its code has loaded/,
+  );
+  // below /health but not it, or another method: each may need the whole table (404, 405)
+  const [health, slash, asked] = await Promise.all([
+    lazy.request("/health", { method: "POST" }),
+    lazy.request("/health/"),
+    lazy.request("/health?verbose"),
+  ]);
+  assert.equal(counted.loads, 1, "the requests meanwhile share one load");
+  assert.deepEqual([health.status, health.headers.get("allow")], [405, "GET, HEAD"]);
+  assert.equal(slash.status, 404);
+  assert.equal(asked.status, 200);
   (lazy.router as CachedRouter<unknown>).complete();
-  assert.deepEqual(routeTable(lazy), routeTable(eager));
+  assert.deepEqual(routeTable(lazy), routeTable(ctx.app));
+  await lazy.request("/1.1/users");
+  assert.equal(counted.loads, 1, "loaded once");
+});
+
+Deno.test("a load that fails: every request needing an area answers 500, /health still 200", async () => {
+  const ctx = await setup();
+  const counted = countedLoads(ctx, () => Promise.reject(new Error("the areas' file is missing")));
+  const lazy = counted.app;
+  for (const path of ["/1.1/users", "/svc/api/2.0/openapi.json"]) {
+    const failed = await lazy.request(path);
+    assert.equal(failed.status, 500, path);
+    assert.deepEqual(await failed.json(), {
+      error: "NotHandledError",
+      message: "unexpected error: the API areas' code did not load",
+    });
+  }
+  assert.equal(counted.loads, 1, "tried once: Deno keeps a failed import() as it is");
+  assert.equal((await lazy.request("/health")).status, 200);
 });
