@@ -292,7 +292,7 @@ export async function startupBench(): Promise<Row[]> {
           spread(svc.firsts.map(({ ms }) => ms))
         } ms; the hello ${spread(bare.firsts.map(({ ms }) => ms))} ms` +
           share(svc.first.ms, floor.first.ms, "ms") +
-          `; of it Deno's analysis of the new file's code (\`deno info\` of a fresh copy less a ` +
+          `; of it Deno's analysis of the code of the files a start reads (\`deno info\` of a fresh copy less a ` +
           `second one, median of ${FIRST_STARTS}): ${analysis.toFixed(1)} ms; ` +
           `svc's first start without it: ` +
           `${(svc.first.ms - analysis).toFixed(1)} ms, ${
