@@ -20,7 +20,7 @@
 import { fileURLToPath } from "node:url";
 import { freePort, pause, root, rssKb, run, startDeno, waitReady } from "./processes.ts";
 import { median, type Row, spread } from "./rows.ts";
-import { PARTS_DIR } from "../tools/finish_bundle.ts";
+import { copyBundle } from "../tools/finish_bundle.ts";
 import { type Node, parse } from "../tools/syntax.ts";
 
 /** The targets of issue 28: the cold start (code cache warm), the first start, against the hello's. */
@@ -42,20 +42,6 @@ export const BUNDLE_RUN = [
   "--unstable-kv",
   "--unstable-cron",
 ];
-
-/**
- * Copies the bundle whose entry is `entry` (`svc.js`, beside its `svc-parts/` folder) to the new
- * folder `to`; returns the copy's entry. Files at new paths: Deno has run none of them.
- */
-export async function copyBundle(entry: string, to: string): Promise<string> {
-  const from = entry.slice(0, entry.lastIndexOf("/"));
-  await Deno.mkdir(`${to}/${PARTS_DIR}`, { recursive: true });
-  await Deno.copyFile(entry, `${to}/svc.js`);
-  for await (const { name } of Deno.readDir(`${from}/${PARTS_DIR}`)) {
-    await Deno.copyFile(`${from}/${PARTS_DIR}/${name}`, `${to}/${PARTS_DIR}/${name}`);
-  }
-  return `${to}/svc.js`;
-}
 
 /**
  * Builds the bundle (`deno task bundle`) and copies it to a new folder in `dir` (its entry is
@@ -292,8 +278,10 @@ export async function startupBench(): Promise<Row[]> {
           spread(svc.firsts.map(({ ms }) => ms))
         } ms; the hello ${spread(bare.firsts.map(({ ms }) => ms))} ms` +
           share(svc.first.ms, floor.first.ms, "ms") +
-          `; of it Deno's analysis of the code of the files a start reads (\`deno info\` of a fresh copy less a ` +
-          `second one, median of ${FIRST_STARTS}): ${analysis.toFixed(1)} ms; ` +
+          `; of it Deno's analysis of the code of the files a start reads ` +
+          `(\`deno info\` of a fresh copy less a second one, median of ${FIRST_STARTS}): ${
+            analysis.toFixed(1)
+          } ms; ` +
           `svc's first start without it: ` +
           `${(svc.first.ms - analysis).toFixed(1)} ms, ${
             ((svc.first.ms - analysis) / bare.first.ms).toFixed(2)

@@ -123,6 +123,14 @@ export function compiledWithBundle(
   return { bundle: result, functions: edits.length };
 }
 
+/** Writes `files` (paths relative to `dir` → texts) into `dir`, making the folders they need. */
+export async function writeFiles(dir: string, files: Iterable<[string, string]>): Promise<void> {
+  for (const [name, text] of files) {
+    await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
+    await Deno.writeTextFile(`${dir}/${name}`, text);
+  }
+}
+
 /** V8's coverage of one script, as Deno's `--coverage` writes it (the inspector's format). */
 interface ScriptCoverage {
   url: string;
@@ -131,8 +139,8 @@ interface ScriptCoverage {
 
 /**
  * The offsets where the functions begin that the bundle runs from its start to its first answer
- * to `GET /health`, then to `GET /nothing` (which loads the API areas), by file: `files` (names relative to the entry's folder → texts) are written to
- * a temporary folder and `entry` run there with V8's coverage, on the defaults (the simulator, a
+ * to `GET /health`, then to `GET /nothing` (which loads the API areas), by file: `files` (names
+ * relative to the entry's folder → texts) are written to a temporary folder and `entry` run there with V8's coverage, on the defaults (the simulator, a
  * store in memory), then stopped with SIGTERM (it writes its coverage as it exits). A bundle that
  * does not start stops the build.
  */
@@ -142,10 +150,7 @@ export async function functionsRunAtStart(
 ): Promise<Map<string, Set<number>>> {
   const dir = await Deno.makeTempDir({ prefix: "svc-bundle-start-" });
   try {
-    for (const [name, text] of files) {
-      await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
-      await Deno.writeTextFile(`${dir}/${name}`, text);
-    }
+    await writeFiles(dir, files);
     const file = `${dir}/${entry}`;
     const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     const { port } = listener.addr;

@@ -26,7 +26,7 @@
  */
 import { gzipSync } from "node:zlib";
 import { gitRevision, REVISION_SLOT } from "../lib/version.ts";
-import { compiledWithBundle, functionsRunAtStart } from "./eager_start.ts";
+import { compiledWithBundle, functionsRunAtStart, writeFiles } from "./eager_start.ts";
 import { isNode, type Node, parse } from "./syntax.ts";
 import { SWAGGER_UI_FILES } from "../routes/docs_assets.ts";
 import { GZIP_MARK } from "../routes/docs_page.ts";
@@ -152,6 +152,20 @@ function edited(text: string, edits: { start: number; end: number; text: string 
 }
 
 /**
+ * Copies the bundle whose entry is `entry` (`svc.js`, beside its {@link PARTS_DIR} folder) to the
+ * new folder `to`; returns the copy's entry. Files at new paths: Deno has run none of them.
+ */
+export async function copyBundle(entry: string, to: string): Promise<string> {
+  const from = entry.slice(0, entry.lastIndexOf("/"));
+  await Deno.mkdir(`${to}/${PARTS_DIR}`, { recursive: true });
+  await Deno.copyFile(entry, `${to}/svc.js`);
+  for await (const { name } of Deno.readDir(`${from}/${PARTS_DIR}`)) {
+    await Deno.copyFile(`${from}/${PARTS_DIR}/${name}`, `${to}/${PARTS_DIR}/${name}`);
+  }
+  return `${to}/svc.js`;
+}
+
+/**
  * `entry` (the bundler's entry file) with each import of a file of the bundle (`"./x.js"`,
  * statically or by `import()`) naming it in {@link PARTS_DIR}: the entry goes one folder up, the
  * other files stay together (their imports of one another are unchanged).
@@ -236,12 +250,12 @@ if (import.meta.main) {
     Deno.exit(2);
   }
   const revision = gitRevision(new URL("../", import.meta.url)) ?? "unknown";
-  const out = entry.slice(0, entry.lastIndexOf("/") + 1);
+  const slash = entry.lastIndexOf("/");
+  const out = slash < 0 ? "." : entry.slice(0, slash);
   try {
-    const files = await finished(dir, entry.slice(out.length), revision);
-    await Deno.remove(`${out}${PARTS_DIR}`, { recursive: true }).catch(() => {});
-    await Deno.mkdir(`${out}${PARTS_DIR}`, { recursive: true });
-    for (const [name, text] of files) await Deno.writeTextFile(`${out}${name}`, text);
+    const files = await finished(dir, entry.slice(slash + 1), revision);
+    await Deno.remove(`${out}/${PARTS_DIR}`, { recursive: true }).catch(() => {});
+    await writeFiles(out, files);
     await Deno.remove(dir, { recursive: true });
   } catch (error) {
     console.error(`finish_bundle: ${dir}: ${(error as Error).message}`);

@@ -16,6 +16,7 @@ import {
   PARTS_DIR,
 } from "../../tools/finish_bundle.ts";
 import { importSource as load } from "../helpers.ts";
+import { writeFiles } from "../../tools/eager_start.ts";
 
 Deno.test("a required built-in loads at the first read of one of its properties", async () => {
   const bundle = `${EAGER_REQUIRE}
@@ -82,10 +83,7 @@ export { css_default, small_default };
 /** Writes `files` (name → text) to a new folder; returns it. */
 async function written(files: Record<string, string>): Promise<string> {
   const dir = await Deno.makeTempDir();
-  for (const [name, text] of Object.entries(files)) {
-    await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]*$/, ""), { recursive: true });
-    await Deno.writeTextFile(`${dir}/${name}`, text);
-  }
+  await writeFiles(dir, Object.entries(files));
   return dir;
 }
 
