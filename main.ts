@@ -4,7 +4,6 @@
  */
 import { type Config, ConfigError, loadConfig } from "./lib/config.ts";
 import { prepareStore, startBackground } from "./lib/bootstrap.ts";
-import { demoBanner } from "./lib/demo.ts";
 import { createServices, type Services } from "./lib/services.ts";
 import { collectWhenIdle } from "./lib/idle_gc.ts";
 import { serverApp } from "./routes/app.ts";
@@ -65,8 +64,8 @@ const hostPort = ({ hostname, port }: { hostname: string; port: number }) =>
  * Serves `handler` on `address`, over HTTPS when `tls` is set. An address that cannot be taken (in
  * use, not this machine's, not allowed) stops the process with a line naming its setting; so does
  * a certificate or key that Deno refuses (not PEM, or a key of another certificate: Deno reads
- * them only here). The main address logs `listening` (and the demo banner), the extra one
- * `also listening`.
+ * them only here). The main address logs `listening` (and `banner`, the demo's logins), the
+ * extra one `also listening`.
  */
 function serve(
   config: Config,
@@ -75,6 +74,7 @@ function serve(
   handler: Deno.ServeHandler,
   address: ListenAddress,
   main: boolean,
+  banner: ((baseUrl: string) => string) | null = null,
 ): Deno.HttpServer {
   const scheme = tls ? "https" : "http";
   try {
@@ -93,7 +93,7 @@ function serve(
           return;
         }
         services.logger.info("listening", { hostname, port, scheme, kv: config.kv });
-        if (config.demo) console.log(demoBanner(`${scheme}://localhost:${port}`));
+        if (banner) console.log(banner(`${scheme}://localhost:${port}`));
       },
     }, handler);
   } catch (error) {
@@ -155,11 +155,21 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   Deno.addSignalListener("SIGTERM", stop);
   const { hostname, port } = config;
   const idle = collectWhenIdle(app.fetch);
-  const server = serve(config, services, tls, idle.handler, {
-    hostname,
-    port,
-    setting: "SVC_HOSTNAME/SVC_PORT",
-  }, true);
+  // the demo's data and logins: a file of their own in the bundle, read in demo mode only
+  const banner = config.demo ? (await import("./lib/demo.ts")).demoBanner : null;
+  const server = serve(
+    config,
+    services,
+    tls,
+    idle.handler,
+    {
+      hostname,
+      port,
+      setting: "SVC_HOSTNAME/SVC_PORT",
+    },
+    true,
+    banner,
+  );
   // the same app on a second address, e.g. xivo-auth's port 9497 for its clients
   const extra = config.extraListen
     ? serve(config, services, tls, idle.handler, {

@@ -3,7 +3,6 @@
  * the store's defaults (contexts, the administrator, the demo data), then the work that runs in
  * the background (event delivery, the platform, supervision's publisher, the crons).
  */
-import { loadDemo } from "./demo.ts";
 import type { Services } from "./services.ts";
 import { recoverBulkWrites } from "./store/bulk.ts";
 import { pruneCallsBefore } from "./store/call_history.ts";
@@ -35,7 +34,10 @@ export async function prepareStore(services: Services): Promise<void> {
     await ensureAdmin(store, admin.login, admin.password);
     logger.info("administrator ready", { login: admin.login });
   }
-  if (config.demo && await loadDemo(services)) logger.info("demo data set loaded");
+  // the demo data set is imported in demo mode only: most starts never read it
+  if (config.demo && await (await import("./demo.ts")).loadDemo(services)) {
+    logger.info("demo data set loaded");
+  }
   // a first start without an administrator serves nothing anyone can use: say what to set
   if (!anyUser) {
     logger.warn(

@@ -4,8 +4,8 @@
  * `GET /health`; copied out of the repository, they still tell the revision they were built from
  * (`GET /version`) and serve `GET /metrics` (prom-client bundled in). `tools/finish_bundle.ts` left
  * them in ASCII, without `node:module`, the docs files gzipped, and the code only `import()`
- * reaches (the API areas, the YAML writer, the CSV parser, single sign-on, the Asterisk adapter) in
- * files read at their first use, where it serves as from the sources. It also runs on Asterisk
+ * reaches (the API areas, the YAML writer, the CSV parser, single sign-on, the Asterisk adapter,
+ * the demo data) in files read at their first use, where it serves as from the sources. It also runs on Asterisk
  * (the AMI replay).
  */
 import assert from "node:assert/strict";
@@ -19,6 +19,7 @@ import { parseExposition, valueOf } from "../prometheus.ts";
 import { repoRoot, runServerToExit, startServer, withTempDir } from "./server.ts";
 import { startAmiReplay } from "../peers/ami_replay.ts";
 import { login, until } from "./svc_http.ts";
+import { DEMO_USERS } from "../../lib/demo.ts";
 
 /** Runs the bundle at `file` without the repository's deno.json. */
 const bundleArgs = (file: string) => [
@@ -66,9 +67,11 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
       // what every start runs is written where V8 compiles it with the file (tools/eager_start.ts),
       // what none runs is left as it was
       assert.match(text, /^var buildApp = \(function \(services, /m);
-      assert.match(text, /^function demoBanner\(/m);
-      // the API areas, the Asterisk adapter, the docs page's files: each a file of its own
-      for (const name of ["areas", "mod", "docs_assets", "js-yaml", "papaparse", "oidc"]) {
+      // (the configuration file's reader: only a start with SVC_CONFIG runs it)
+      assert.match(text, /^function readConfigFile\(/m);
+      // the API areas, the Asterisk adapter, the docs page's files, the demo data: each a file of
+      // its own
+      for (const name of ["areas", "mod", "docs_assets", "js-yaml", "papaparse", "oidc", "demo"]) {
         assert.equal(parts.filter((part) => part.startsWith(`${name}-`)).length, 1, name);
       }
     },
@@ -95,6 +98,24 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
       });
     },
   );
+
+  await t.step("in demo mode: the demo data and logins, from their file", async () => {
+    const server = await startServer({ SVC_KV: ":memory:", SVC_DEMO: "true" }, {
+      args: bundleArgs("dist/svc.js"),
+    });
+    try {
+      await server.waitForLine("stdout", (line) => line.startsWith("svc demo is running on "));
+      const [user] = DEMO_USERS;
+      const token = await login(server, "login", user.username, user.password);
+      const contacts = await fetch(`${server.baseUrl}/svc/api/2.0/contact/personal`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      assert.equal(contacts.status, 200);
+      await contacts.body?.cancel();
+    } finally {
+      await server.stop();
+    }
+  });
 
   await t.step("in the repository: GET /health", async () => {
     // --no-config: the bundle must not need the repository's deno.json or its dependencies.
