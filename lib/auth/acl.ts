@@ -104,20 +104,25 @@ function pattern(acl: string, userId: string): RegExp {
  * isAllowed(["#", "!confd.#"], "confd.users.read", "1"); // false
  */
 export function isAllowed(granted: readonly string[], required: string, userId: string): boolean {
-  // a token's ACL list is one array for as long as its verification is cached: remember answers
-  let answers = decisions.get(granted);
-  if (!answers) decisions.set(granted, answers = new Map());
-  const key = `${required}\u0000${userId}`;
-  let answer = answers.get(key);
+  // a token's ACL list is one array, of one user, for as long as its verification is cached:
+  // remember its answers by required ACL (no key built per request); a list asked for another
+  // user starts again
+  let cached = decisions.get(granted);
+  if (cached?.userId !== userId) decisions.set(granted, cached = { userId, answers: new Map() });
+  const { answers } = cached;
+  let answer = answers.get(required);
   if (answer === undefined) {
     if (answers.size >= MAX_CACHED) answers.clear();
-    answers.set(key, answer = decide(granted, required, userId));
+    answers.set(required, answer = decide(granted, required, userId));
   }
   return answer;
 }
 
-/** Answers of {@link isAllowed} per granted list (the same array object) and request. */
-const decisions = new WeakMap<readonly string[], Map<string, boolean>>();
+/** Answers of {@link isAllowed} per granted list (the same array object), for its latest user. */
+const decisions = new WeakMap<
+  readonly string[],
+  { userId: string; answers: Map<string, boolean> }
+>();
 
 function decide(granted: readonly string[], required: string, userId: string): boolean {
   let allowed = false;
