@@ -24,14 +24,19 @@ export function readToken(c: Context): string {
 }
 
 /**
- * The identity of the request's `Authorization: Bearer <token>` when `tokens` remembers the token
- * (see `Tokens.remembered`), else undefined: the hot path of the guards, before
- * {@link readToken}'s checks of the header's form, which a remembered token passed when it was
- * verified (it holds no space).
+ * The identity of the request's token when `tokens` remembers it (see `Tokens.remembered`), else
+ * undefined: the hot path of the guards, before {@link readToken}'s checks of the headers' form,
+ * which a remembered token passed when it was verified (it holds no space). The token is the one
+ * `readToken` would answer when the headers are well formed: `Authorization: Bearer <token>`, or
+ * without `Authorization` the `X-Auth-Token` of Wazo's clients; anything else takes the long way.
  */
-function rememberedBearer(c: Context, tokens: Tokens): Identity | undefined {
+function rememberedToken(c: Context, tokens: Tokens): Identity | undefined {
   const authorization = c.req.header("authorization");
-  if (authorization?.slice(0, 7).toLowerCase() !== "bearer ") return undefined;
+  if (authorization === undefined) {
+    const legacy = c.req.header("x-auth-token")?.trim();
+    return legacy ? tokens.remembered(legacy) : undefined;
+  }
+  if (authorization.slice(0, 7).toLowerCase() !== "bearer ") return undefined;
   return tokens.remembered(authorization.slice(7).trim());
 }
 
@@ -74,7 +79,7 @@ export function aclFiller(template: string): (params: Record<string, string>) =>
  */
 export function requireToken(tokens: Tokens): MiddlewareHandler<AppEnv> {
   return guardTag(async (c, next) => {
-    c.set("identity", rememberedBearer(c, tokens) ?? await tokens.verify(readToken(c)));
+    c.set("identity", rememberedToken(c, tokens) ?? await tokens.verify(readToken(c)));
     checkPathValues(c);
     await next();
   }, {});
@@ -108,7 +113,7 @@ export function requireAcl(
   };
   // not async: a token verified before is checked without a promise of its own (the hot path)
   const guard: MiddlewareHandler<AppEnv> = (c, next) => {
-    const known = rememberedBearer(c, tokens);
+    const known = rememberedToken(c, tokens);
     if (known) {
       check(c, known);
       return next();
