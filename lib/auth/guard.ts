@@ -13,9 +13,9 @@ import type { Identity, Tokens } from "./tokens.ts";
  */
 export function readToken(c: Context): string {
   const authorization = c.req.header("authorization");
-  const bearer = authorization === undefined ? undefined : bearerToken(authorization);
-  if (bearer) return bearer;
-  const legacy = c.req.header("x-auth-token")?.trim();
+  const bearer = authorization === undefined ? undefined : afterBearer(authorization);
+  if (bearer && !/\s/.test(bearer)) return bearer;
+  const legacy = legacyToken(c);
   if (legacy) return legacy;
   if (authorization !== undefined) {
     throw new ApiError(400, "BearerNotFound", "token not found in the Authorization header");
@@ -32,20 +32,16 @@ export function readToken(c: Context): string {
  */
 function rememberedToken(c: Context, tokens: Tokens): Identity | undefined {
   const authorization = c.req.header("authorization");
-  if (authorization === undefined) {
-    const legacy = c.req.header("x-auth-token")?.trim();
-    return legacy ? tokens.remembered(legacy) : undefined;
-  }
-  if (authorization.slice(0, 7).toLowerCase() !== "bearer ") return undefined;
-  return tokens.remembered(authorization.slice(7).trim());
+  const token = authorization === undefined ? legacyToken(c) : afterBearer(authorization);
+  return token ? tokens.remembered(token) : undefined;
 }
 
-/** The token of `Bearer <token>` (any case, spaces around), else undefined; cheaper than a regexp. */
-function bearerToken(authorization: string): string | undefined {
-  if (authorization.slice(0, 7).toLowerCase() !== "bearer ") return undefined;
-  const token = authorization.slice(7).trim();
-  return token && !/\s/.test(token) ? token : undefined;
-}
+/** What follows `Bearer ` (any case), trimmed and not checked, else undefined; no regexp. */
+const afterBearer = (authorization: string): string | undefined =>
+  authorization.slice(0, 7).toLowerCase() === "bearer " ? authorization.slice(7).trim() : undefined;
+
+/** The `X-Auth-Token` header of Wazo's clients, trimmed. */
+const legacyToken = (c: Context): string | undefined => c.req.header("x-auth-token")?.trim();
 
 /**
  * Fills `{name}` slots of an ACL template from path values, with `.` replaced by `_` so that a
