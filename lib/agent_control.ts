@@ -6,7 +6,6 @@
  * platform port; its refusals (`PlatformRefusal`: `no_extension`, `already_logged`,
  * `extension_in_use`, `not_logged`) are for each area to answer in its own form.
  */
-import * as z from "zod";
 import type { CoreServices } from "./core_services.ts";
 import { type AgentPresence, type AgentStateName, PlatformRefusal } from "./platform/port.ts";
 import { type AgentRecord, agents, getAgent, listAgents } from "./store/agents.ts";
@@ -25,25 +24,6 @@ import { getUser, type UserRecord } from "./store/users.ts";
 export const DEFAULT_TENANT_UUID = "f5787e47-0aee-42bb-8a61-52e9d28a193a";
 
 /** An agent's status as the agent daemon answers it (decisions §9). */
-/** {@link AgentStatus}'s schema, for the OpenAPI document. */
-// built on first use (`z.lazy`), not at every start (docs/performance.md)
-export const AGENT_STATUS = z.lazy(() =>
-  z.object({
-    id: z.int(),
-    tenant_uuid: z.string(),
-    origin_uuid: z.string(),
-    number: z.string(),
-    logged: z.boolean(),
-    paused: z.boolean(),
-    paused_reason: z.string().nullable(),
-    extension: z.string().nullable(),
-    context: z.string().nullable(),
-    state_interface: z.string().nullable(),
-    state: z.string(),
-    queues: z.array(z.object({ id: z.int(), name: z.string() })),
-  })
-);
-
 export interface AgentStatus {
   id: number;
   /** Always {@link DEFAULT_TENANT_UUID}. */

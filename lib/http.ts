@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import * as z from "zod";
+import type * as z from "zod";
 import type { Identity } from "./auth/tokens.ts";
 import {
   ApiError,
@@ -203,15 +203,6 @@ export function readJson<T extends z.ZodType>(
 ): Promise<z.infer<T>> {
   return readBody(c, schema, { missing: code, invalid: code });
 }
-
-/** Zod error messages that read well after `field <name>: `. */
-export const required = (type: string) => ({
-  error: (issue: { input: unknown }) => issue.input === undefined ? "required" : `expected ${type}`,
-});
-
-/** An object body; anything else (an array, `null`, a number) does not match the model. */
-export const bodyObject = <S extends z.ZodRawShape>(shape: S) =>
-  z.object(shape, { error: "the body must be a JSON object" });
 
 /** One line naming the first field that is wrong, e.g. `field password: expected string`. */
 export function describeIssue(error: z.ZodError): string {

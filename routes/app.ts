@@ -10,7 +10,6 @@ import { cors } from "../lib/cors.ts";
 import { apiErrorHandler, type AppEnv, requestLog } from "../lib/http.ts";
 import { countRequest } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
-import { agentdRootRoutes } from "../daemons/agentd/mod.ts";
 import { noRouteOf } from "../lib/no_route.ts";
 import { docsPageRoutes } from "./docs_page.ts";
 import { healthRoutes } from "./health.ts";
@@ -109,7 +108,8 @@ export function buildApp(services: Services, areas: AreaSource) {
   const noRoute = noRouteOf(table);
   mount("/agents", (areas) => areas.agentd(services, noRoute));
   // the agent daemon's paths its clients build beside /agents: /users/me/agents…, /status
-  app.route("/", agentdRootRoutes(services, noRoute));
+  mount("/status", (areas) => areas.agentdStatus(services));
+  mount("/users/me/agents", (areas) => areas.agentdMe(services, noRoute));
   // the call daemon's call control, for clients written for wazo-calld (docs/calls.md)
   mount("/1.0", (areas) => areas.calld(services, noRoute));
   // xivo-auth compatible tokens, for clients written for its port 9497 (docs/xivo_auth.md)

@@ -8,7 +8,7 @@
 import { Hono } from "hono";
 import { type AppEnv, BODY_METHODS, limitBody, MiB } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
-import { agentdRoutes } from "../daemons/agentd/mod.ts";
+import { agentdMeRoutes, agentdRoutes, agentdStatusRoutes } from "../daemons/agentd/mod.ts";
 import { calldRoutes } from "../daemons/calld/mod.ts";
 import { confdRoutes } from "../daemons/confd/mod.ts";
 import { legacyRoutes } from "../legacy/mod.ts";
@@ -65,6 +65,8 @@ export const areaRoutes = {
   apiV1: legacyRoutes,
   confd: confdRoutes,
   agentd: agentdRoutes,
+  agentdMe: agentdMeRoutes,
+  agentdStatus: agentdStatusRoutes,
   calld: calldRoutes,
   xivoAuth: xivoAuthRoutes,
 };

@@ -29,7 +29,8 @@ import * as z from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { toCsv } from "../lib/csv.ts";
 import { ApiError } from "../lib/errors.ts";
-import { type AppEnv, type BodyCodes, bodyObject, readBody, required } from "../lib/http.ts";
+import { type AppEnv, type BodyCodes, readBody } from "../lib/http.ts";
+import { bodyObject, required } from "../lib/body_schema.ts";
 import type { Services } from "../lib/services.ts";
 import {
   ANSWER_CSV_HEADER,

@@ -26,16 +26,13 @@ import {
   type Command,
   type CommandName,
   commandSchema,
-  ctiError,
-  type CtiMessage,
   envelopeSchema,
   isCallCommand,
   isCommandName,
   isSupervisorCommand,
-  PONG,
   type SupervisorCommandName,
-  userConfig,
-} from "../lib/cti/messages.ts";
+} from "../lib/cti/commands.ts";
+import { ctiError, type CtiMessage, PONG, userConfig } from "../lib/cti/messages.ts";
 import { dialOf, readyToDial } from "../lib/dial.ts";
 import { ApiError, Unreachable } from "../lib/errors.ts";
 import { checkBody } from "../lib/http.ts";

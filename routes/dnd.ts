@@ -5,7 +5,8 @@
  */
 import { Hono } from "hono";
 import * as z from "zod";
-import { type AppEnv, bodyObject, readBody, required } from "../lib/http.ts";
+import { type AppEnv, readBody } from "../lib/http.ts";
+import { bodyObject, required } from "../lib/body_schema.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { idempotent } from "../lib/idempotency.ts";
 import type { Services } from "../lib/services.ts";

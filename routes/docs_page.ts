@@ -10,8 +10,7 @@ import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import { operation } from "../lib/openapi/operation.ts";
 import type { DocsFile } from "./docs_file.ts";
-import { OPENAPI_PATH } from "./openapi.ts";
-import * as z from "zod";
+import { OPENAPI_PATH } from "./openapi_paths.ts";
 
 /** The page: Swagger UI's files and our start script, nothing inline. */
 const PAGE = `<!doctype html>
@@ -110,9 +109,8 @@ export function docsPageRoutes(files: () => Promise<Record<string, DocsFile>> = 
     )
     .get(
       "/docs/:asset",
-      operation(() => ({
+      operation((z) => ({
         summary: "A file of the documentation page (Swagger UI's, served from its npm package)",
-        // built on first use (`z.lazy`), not at every start (docs/performance.md)
         params: { asset: z.string().meta({ examples: [...ASSETS] }) },
         responses: { 200: { mediaType: "*/*", description: "The file" } },
         errors: { 404: "`NotFound`: no such file" },

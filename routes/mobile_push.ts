@@ -25,7 +25,8 @@ import { type Context, Hono, type MiddlewareHandler } from "hono";
 import * as z from "zod";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
-import { type AppEnv, bodyObject, readBody } from "../lib/http.ts";
+import { type AppEnv, readBody } from "../lib/http.ts";
+import { bodyObject } from "../lib/body_schema.ts";
 import type { Services } from "../lib/services.ts";
 import { type PushPlatform, registerPushToken } from "../lib/store/push_tokens.ts";
 

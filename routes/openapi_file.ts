@@ -5,7 +5,7 @@
 import { loadConfig } from "../lib/config.ts";
 import { createServices } from "../lib/services.ts";
 import { createApp } from "./mod.ts";
-import { appDocument } from "./openapi.ts";
+import { appDocument } from "./openapi_document.ts";
 
 export async function openApiFile(): Promise<string> {
   const services = await createServices(loadConfig({ SVC_KV: ":memory:" }));

@@ -29,8 +29,6 @@ import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, checkBody } from "../lib/http.ts";
 import { operation } from "../lib/openapi/operation.ts";
 import type { Services } from "../lib/services.ts";
-import { AGENT_FIGURES } from "../lib/supervision/agents.ts";
-import { HISTORY } from "../lib/supervision/history.ts";
 import {
   addToQueue,
   agentFigures,
@@ -45,7 +43,7 @@ import {
   unpauseAgent,
   waitingCalls,
 } from "../lib/supervision/mod.ts";
-import { QUEUE_FIGURES, WAITING_CALL } from "../lib/supervision/queues.ts";
+import { AGENT_FIGURES, HISTORY, QUEUE_FIGURES, WAITING_CALL } from "../lib/supervision/schemas.ts";
 
 /** Ids as the API writes them (no leading zero): one queue or agent has one path and one ACL. */
 const CANONICAL_ID = /^(0|[1-9]\d{0,14})$/;

@@ -6,7 +6,6 @@
  * which the server writes in its `data-sso`) and follows the figures over the CTI WebSocket.
  */
 import { Hono } from "hono";
-import * as z from "zod";
 import type { Config } from "../lib/config.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
@@ -72,9 +71,8 @@ export function supervisionPageRoutes(config: Pick<Config, "casUrl" | "krb5Keyta
     )
     .get(
       "/supervision/:file",
-      operation(() => ({
+      operation((z) => ({
         summary: "A file of the supervisor's wallboard (its script and style sheet)",
-        // built on first use (`z.lazy`), not at every start (docs/performance.md)
         params: {
           file: z.string().meta({ examples: Object.keys(SUPERVISION_FILES) }),
         },

@@ -1,4 +1,7 @@
-/** The bodies of the agent daemon's commands, read into `400 invalid fields: <names>` errors. */
+/**
+ * The bodies of the agent daemon's commands, read into `400 invalid fields: <names>` errors, and
+ * the status it answers.
+ */
 import type { Context } from "hono";
 import * as z from "zod";
 import { invalidFields } from "./errors.ts";
@@ -49,3 +52,21 @@ export async function readFields<S extends z.ZodLazy<z.ZodObject>>(
   const wrong = new Set(result.error.issues.map((issue) => issue.path[0]));
   throw invalidFields(wrong.has(undefined) ? names : names.filter((name) => wrong.has(name)));
 }
+
+/** An agent's status (`AgentStatus`, lib/agent_control.ts), for the OpenAPI document. */
+export const AGENT_STATUS = z.lazy(() =>
+  z.object({
+    id: z.int(),
+    tenant_uuid: z.string(),
+    origin_uuid: z.string(),
+    number: z.string(),
+    logged: z.boolean(),
+    paused: z.boolean(),
+    paused_reason: z.string().nullable(),
+    extension: z.string().nullable(),
+    context: z.string().nullable(),
+    state_interface: z.string().nullable(),
+    state: z.string(),
+    queues: z.array(z.object({ id: z.int(), name: z.string() })),
+  })
+);

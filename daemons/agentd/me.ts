@@ -6,7 +6,6 @@
  * one `agentOfUser` finds; none (or a token that is no CTI user's) is 404 `no such agent`.
  */
 import { operation } from "../../lib/openapi/operation.ts";
-import { AGENT_STATUS } from "../../lib/agent_control.ts";
 import { type Context, Hono } from "hono";
 import { agentOfUser, agentStatus } from "../../lib/agent_control.ts";
 import type { AppEnv } from "../../lib/http.ts";
@@ -15,7 +14,7 @@ import type { AgentRecord } from "../../lib/store/agents.ts";
 import { getExtension } from "../../lib/store/extensions.ts";
 import { getLine } from "../../lib/store/lines.ts";
 import { getUser, type UserRecord } from "../../lib/store/users.ts";
-import { pauseBody, readFields, userLoginBody } from "./body.ts";
+import { AGENT_STATUS, pauseBody, readFields, userLoginBody } from "./body.ts";
 import {
   alreadyLogged,
   noSuchAgent,

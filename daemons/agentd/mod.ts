@@ -1,9 +1,9 @@
 /**
  * The agent daemon (decisions §9; docs/agentd.md): agent statuses, login, logoff, pause and
  * unpause, queue membership, every route behind a token holding its ACL, every error
- * `{"error": "..."}`. It is served at two places: `/agents` ({@link agentdRoutes}), and at the
- * root ({@link agentdRootRoutes}) the paths its clients build beside it: the calling user's own
- * agent (`/users/me/agents`) and the service status (`/status`).
+ * `{"error": "..."}`. It is served at `/agents` ({@link agentdRoutes}) and at the paths its
+ * clients build beside it: the calling user's own agent (`/users/me/agents`,
+ * {@link agentdMeRoutes}) and the service status (`/status`, {@link agentdStatusRoutes}).
  */
 import { type Context, Hono } from "hono";
 import { type AppEnv, BODY_METHODS, limitBody, MiB } from "../../lib/http.ts";
@@ -14,28 +14,31 @@ import { userAgentRoutes } from "./me.ts";
 import { agentRoutes, serviceStatus } from "./routes.ts";
 import { agentdAcl } from "./guard.ts";
 
-/** What is mounted at `/agents`. */
-export function agentdRoutes(services: Services, noRoute: NoRouteOf) {
+/**
+ * The daemon's `routes` in its form: its body limit, its answer to an unknown path below them
+ * (matched after every route) and its error bodies.
+ */
+function inDaemonForm(services: Services, noRoute: NoRouteOf, routes: Hono<AppEnv>) {
   const app = new Hono<AppEnv>();
   app.on(BODY_METHODS, "*", limitBody(() => MiB));
-  app.route("/", agentRoutes(services));
-  // an unknown path below /agents answers in the daemon's form too (matched after every route)
+  app.route("/", routes);
   app.all("*", unknownRoute(noRoute));
   app.onError(agentdErrorHandler(services.logger));
   return app;
 }
 
-/**
- * What is mounted at the root: `/users/me/agents…` and `GET /status`, nothing else (every other
- * path goes on to the rest of the app).
- */
-export function agentdRootRoutes(services: Services, noRoute: NoRouteOf) {
-  const me = "/users/me/agents";
+/** What is mounted at `/agents`. */
+export const agentdRoutes = (services: Services, noRoute: NoRouteOf) =>
+  inDaemonForm(services, noRoute, agentRoutes(services));
+
+/** What is mounted at `/users/me/agents`: the calling user's own agent. */
+export const agentdMeRoutes = (services: Services, noRoute: NoRouteOf) =>
+  inDaemonForm(services, noRoute, userAgentRoutes(services));
+
+/** What is mounted at `/status`: the service status (`GET` only). */
+export function agentdStatusRoutes(services: Services) {
   const app = new Hono<AppEnv>();
-  app.on(BODY_METHODS, `${me}/*`, limitBody(() => MiB));
-  app.get("/status", agentdAcl(services.tokens, "agentd.status.read"), serviceStatus(services));
-  app.route(me, userAgentRoutes(services));
-  app.all(`${me}/*`, unknownRoute(noRoute));
+  app.get("/", agentdAcl(services.tokens, "agentd.status.read"), serviceStatus(services));
   app.onError(agentdErrorHandler(services.logger));
   return app;
 }

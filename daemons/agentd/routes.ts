@@ -6,7 +6,7 @@
  * 204; the platform holds the agents' state.
  */
 import { type Context, Hono } from "hono";
-import { AGENT_STATUS, agentStatus, changeMembership } from "../../lib/agent_control.ts";
+import { agentStatus, changeMembership } from "../../lib/agent_control.ts";
 import { agentListJson } from "../../lib/agent_list.ts";
 import { operation } from "../../lib/openapi/operation.ts";
 import * as z from "zod";
@@ -16,7 +16,7 @@ import type { Services } from "../../lib/services.ts";
 import { type AgentRecord, agents, listAgents } from "../../lib/store/agents.ts";
 import { type QueueRecord, queues, withMember, withoutMember } from "../../lib/store/queues.ts";
 import type { Transaction } from "../../lib/store/records.ts";
-import { loginBody, pauseBody, queueBody, readFields } from "./body.ts";
+import { AGENT_STATUS, loginBody, pauseBody, queueBody, readFields } from "./body.ts";
 import {
   alreadyInQueue,
   noSuchAgent,

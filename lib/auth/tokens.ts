@@ -8,10 +8,10 @@
 import * as base64url from "jose/base64url";
 import { compactVerify } from "jose/jws/compact/verify";
 import { SignJWT } from "jose/jwt/sign";
-import * as z from "zod";
 import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Store } from "../store/store.ts";
+import type { TokenClaims } from "./token_claims.ts";
 
 /** Token format version; a token with another `v` was issued before the content changed. */
 export const TOKEN_VERSION = 1;
@@ -33,21 +33,13 @@ export interface IssuedToken {
   ttl: number;
 }
 
-// built on first use (`z.lazy`), not at every start (docs/performance.md)
-const claimsSchema = z.lazy(() =>
-  z.object({
-    login: z.string(),
-    expiresAt: z.number().int(),
-    issuedAt: z.number().int(),
-    userType: z.enum(["cti", "webservice"]),
-    acls: z.array(z.string()),
-    sub: z.string(),
-    exp: z.number().int(),
-    iat: z.number().int(),
-    jti: z.string(),
-    v: z.literal(TOKEN_VERSION),
-  })
-);
+/**
+ * The claims' schema: zod and it are loaded by the first token checked (every request but the
+ * liveness probe's waits for zod's load anyway), not at start (docs/performance.md).
+ */
+let claims: Promise<TokenClaims> | undefined;
+const claimsSchema = () =>
+  claims ??= import("./token_claims.ts").then(({ tokenClaims }) => tokenClaims(TOKEN_VERSION));
 
 const invalidToken = (message: string) => new ApiError(403, "InvalidToken", message);
 
@@ -179,7 +171,7 @@ export class Tokens {
     } catch {
       throw new ApiError(400, "InvalidJson", "token content is not valid JSON");
     }
-    const claims = claimsSchema.safeParse(json);
+    const claims = (await claimsSchema()).safeParse(json);
     if (!claims.success) {
       throw invalidToken("token issued before the token content changed, log in again");
     }

@@ -24,10 +24,8 @@ import { checkBody } from "../http.ts";
 import type { CallCommand, Conference, LiveCall } from "../platform/call_control.ts";
 import { PlatformRefusal } from "../platform/port.ts";
 import { getUser, type UserRecord } from "../store/users.ts";
+import { type CallCommandName, type Command, commandSchema } from "./commands.ts";
 import {
-  type CallCommandName,
-  type Command,
-  commandSchema,
   conferenceJoined,
   type ConferenceParticipant,
   type CtiMessage,

@@ -21,12 +21,8 @@ import {
   unpauseAgent,
 } from "../supervision/mod.ts";
 import { getQueue } from "../store/queues.ts";
-import {
-  type Command,
-  commandSchema,
-  type CtiMessage,
-  type SupervisorCommandName,
-} from "./messages.ts";
+import { type Command, commandSchema, type SupervisorCommandName } from "./commands.ts";
+import { type CtiMessage } from "./messages.ts";
 import { LIST_TYPES, type ListType, type SupervisionFeed, type Watcher } from "./supervision.ts";
 
 /** The ACL of each supervisor command: the REST route's doing the same. */

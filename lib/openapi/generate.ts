@@ -15,6 +15,7 @@ import {
   type OperationMeta,
   operationOf,
   type ResponseSpec,
+  type ZodBuilders,
 } from "./operation.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -157,9 +158,19 @@ function queryParameters(query: z.ZodObject): JsonSchema[] {
   });
 }
 
+/** What a route's metadata function is given (lib/openapi/operation.ts). */
+const ZOD_BUILDERS: ZodBuilders = {
+  object: z.object,
+  string: z.string,
+  number: z.number,
+  literal: z.literal,
+  array: z.array,
+};
+
 /** The route's handlers (middleware and the handler itself), as Hono lists them. */
 function describeRoute(method: string, honoPath: string, handlers: unknown[], area: Area) {
-  const meta: OperationMeta | undefined = handlers.map(operationOf).find(Boolean);
+  const declared = (handler: unknown) => operationOf(handler, ZOD_BUILDERS);
+  const meta: OperationMeta | undefined = handlers.map(declared).find(Boolean);
   const guard = handlers.map(guardOf).find(Boolean);
   const { path, params } = openApiPath(honoPath);
   const errorRef = { $ref: `#/components/schemas/${area.error.name}` };

@@ -50,8 +50,15 @@ export interface OperationMeta {
   errors?: Record<number, string>;
 }
 
+/**
+ * Zod's builders, given to a route's metadata function: a module the start loads declares its
+ * schemas with them instead of importing zod (docs/performance.md). Named one by one: handing
+ * over zod's whole namespace would keep all of zod in the bundle.
+ */
+export type ZodBuilders = Pick<typeof z, "object" | "string" | "number" | "literal" | "array">;
+
 /** What a route declares: its metadata, or a function answering it (built on first use). */
-export type OperationDoc = OperationMeta | (() => OperationMeta);
+export type OperationDoc = OperationMeta | ((zod: ZodBuilders) => OperationMeta);
 
 const operations = new WeakMap<Handler, OperationDoc>();
 
@@ -68,11 +75,14 @@ export function operation<H extends Handler>(doc: OperationDoc, handler: H): H {
   return handler;
 }
 
-/** What `operation()` declared of `handler`, if anything (built then kept, when a function). */
-export function operationOf(handler: unknown): OperationMeta | undefined {
+/**
+ * What `operation()` declared of `handler`, if anything (built then kept, when a function, given
+ * `zod`).
+ */
+export function operationOf(handler: unknown, zod: ZodBuilders): OperationMeta | undefined {
   const doc = operations.get(handler as Handler);
   if (typeof doc !== "function") return doc;
-  const meta = doc();
+  const meta = doc(zod);
   operations.set(handler as Handler, meta);
   return meta;
 }

@@ -9,7 +9,6 @@
  * or `outgoing`); `wrapup`; `paused` (with its reason). A call outside the queues shows over
  * `ready` and `paused` (the agent stays paused: `paused` tells).
  */
-import * as z from "zod";
 import type { CoreServices } from "../core_services.ts";
 import type { LiveCall } from "../platform/call_control.ts";
 import type { AgentPresence, AgentStateName } from "../platform/port.ts";
@@ -25,19 +24,10 @@ import {
   zeros,
 } from "../store/supervision.ts";
 import { agentZone, supervisionSettings } from "./counting.ts";
-import { agentDayFields, agentDayFigures, iso } from "./day_figures.ts";
+import type { Activity, CallKind } from "./activities.ts";
+import { agentDayFigures, iso } from "./day_figures.ts";
+import type { AgentFigures } from "./schemas.ts";
 import { dayOf, dayStart } from "./days.ts";
-
-export const ACTIVITIES = [
-  "logged_out",
-  "ready",
-  "ringing",
-  "on_call",
-  "wrapup",
-  "paused",
-] as const;
-export type Activity = typeof ACTIVITIES[number];
-export type CallKind = "queue" | "incoming" | "outgoing";
 
 /** What an agent is doing now. */
 export interface AgentLive {
@@ -158,34 +148,6 @@ function liveOf(
     sinceMs: call.answeredMs ?? call.createdMs,
   };
 }
-
-/** An agent as `GET /supervision/agents` shows it (built on first use, `z.lazy`). */
-export const AGENT_FIGURES = z.lazy(() =>
-  z.object({
-    id: z.int(),
-    number: z.string(),
-    firstname: z.string().nullable(),
-    lastname: z.string().nullable(),
-    state: z.enum(ACTIVITIES),
-    call: z.enum(["queue", "incoming", "outgoing"]).nullable().meta({
-      description: "The call it is on or rung for",
-    }),
-    since: z.string().nullable().meta({
-      description: "When it entered its state (ISO 8601 UTC), null when unknown",
-    }),
-    paused: z.boolean(),
-    pausedReason: z.string().nullable(),
-    extension: z.string().nullable(),
-    loggedSince: z.string().nullable().meta({ description: "When it logged in (ISO 8601 UTC)" }),
-    queues: z.array(z.object({ id: z.int(), name: z.string(), penalty: z.int() })),
-    today: z.object({
-      ...agentDayFields(),
-      day: z.string().meta({ description: "YYYY-MM-DD in the default time zone" }),
-    }),
-  })
-);
-
-export type AgentFigures = z.infer<typeof AGENT_FIGURES>;
 
 /** The counters of an agent with none written today. */
 const NO_COUNTS = zeros(AGENT_STATS);

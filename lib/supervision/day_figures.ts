@@ -1,10 +1,10 @@
 /**
  * A day's counters (`lib/store/supervision.ts`) as supervision shows them (docs/supervision.md):
- * seconds rounded to whole ones, means and percentages computed, the schemas of the REST answers.
+ * seconds rounded to whole ones, means and percentages computed (their schemas: ./schemas.ts).
  * The live figures and the history rows both build on these.
  */
-import * as z from "zod";
 import type { AgentStat, QueueStat } from "../store/supervision.ts";
+import type { AgentDayFigures, QueueDayFigures } from "./schemas.ts";
 
 /** Whole seconds of `ms`. */
 export const seconds = (ms: number): number => Math.round(ms / 1000);
@@ -35,36 +35,6 @@ export function percent(part: number, whole: number): number | null {
   return Math.min(100, Math.round((part / whole) * 1000) / 10);
 }
 
-/** The fields of a queue's figures of one day (a function: built on use, not at every start). */
-export const queueDayFields = () => ({
-  entered: z.int().meta({ description: "Calls that joined the queue" }),
-  answered: z.int().meta({ description: "Calls an agent answered" }),
-  abandoned: z.int().meta({ description: "Calls whose caller hung up while waiting" }),
-  abandonedShort: z.int().meta({
-    description: "Of those, the ones that waited less than the short-abandon seconds",
-  }),
-  timeout: z.int().meta({ description: "Calls that left on the queue's timeout" }),
-  answeredWithinServiceLevel: z.int().meta({
-    description: "Calls answered after waiting at most the service level",
-  }),
-  serviceLevelPercent: z.number().nullable().meta({
-    description: "answeredWithinServiceLevel / entered × 100 (xuc's), null with no call entered",
-  }),
-  abandonedAfterShortPercent: z.number().nullable().meta({
-    description: "(abandoned − abandonedShort) / entered × 100, null with no call entered",
-  }),
-  meanWaitSeconds: z.int().nullable().meta({
-    description: "Mean wait of the answered calls, null with none",
-  }),
-  maxWaitSeconds: z.int().meta({ description: "Longest wait of an answered call" }),
-  meanTalkSeconds: z.int().nullable().meta({
-    description: "Mean talk time of the calls completed, null with none",
-  }),
-});
-
-/** A queue's figures of one day. */
-export type QueueDayFigures = z.infer<z.ZodObject<ReturnType<typeof queueDayFields>>>;
-
 /** The figures of a queue's day counters. */
 export function queueDayFigures(counters: Record<QueueStat, number>): QueueDayFigures {
   const { entered, answered, abandoned, abandoned_short, timeout, answered_in_sl } = counters;
@@ -82,18 +52,6 @@ export function queueDayFigures(counters: Record<QueueStat, number>): QueueDayFi
     meanTalkSeconds: counters.talk_calls ? seconds(counters.talk_ms / counters.talk_calls) : null,
   };
 }
-
-/** The fields of an agent's figures of one day. */
-export const agentDayFields = () => ({
-  answered: z.int().meta({ description: "Queue calls answered" }),
-  missed: z.int().meta({ description: "Queue calls that rang the agent, not answered" }),
-  talkSeconds: z.int().meta({ description: "Time on queue calls" }),
-  pauseSeconds: z.int().meta({ description: "Time on pause" }),
-  loginSeconds: z.int().meta({ description: "Time logged in" }),
-});
-
-/** An agent's figures of one day. */
-export type AgentDayFigures = z.infer<z.ZodObject<ReturnType<typeof agentDayFields>>>;
 
 /** The figures of an agent's day counters, plus `live` ms of what is still going on. */
 export function agentDayFigures(

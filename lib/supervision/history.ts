@@ -4,51 +4,14 @@
  * formulas by `lib/csv.ts`). A day is a queue's own (its time zone's) or, for agents, the default
  * time zone's. What is still going on (a login, a pause not ended) counts once it has ended.
  */
-import * as z from "zod";
 import type { CoreServices } from "../core_services.ts";
 import { toCsv } from "../csv.ts";
 import { listAgents } from "../store/agents.ts";
 import { listQueues } from "../store/queues.ts";
 import { readCounters } from "../store/supervision.ts";
-import { agentDayFields, agentDayFigures, queueDayFields, queueDayFigures } from "./day_figures.ts";
+import { agentDayFigures, queueDayFigures } from "./day_figures.ts";
 import { daysSpanned, isDay } from "./days.ts";
-
-// built on first use (`z.lazy`), not at every start (docs/performance.md)
-export const QUEUE_HISTORY_ROW = z.lazy(() =>
-  z.object({
-    ...queueDayFields(),
-    day: z.string(),
-    queueId: z.int(),
-    name: z.string().meta({ description: "The queue's name; empty when it was deleted since" }),
-    displayName: z.string().nullable(),
-    number: z.string().nullable(),
-  })
-);
-
-export const AGENT_HISTORY_ROW = z.lazy(() =>
-  z.object({
-    ...agentDayFields(),
-    day: z.string(),
-    agentId: z.int(),
-    number: z.string().meta({
-      description: "The agent's number; empty when it was deleted since",
-    }),
-    firstname: z.string().nullable(),
-    lastname: z.string().nullable(),
-  })
-);
-
-/** `GET /supervision/history` as JSON. */
-export const HISTORY = z.lazy(() =>
-  z.object({
-    from: z.string(),
-    to: z.string(),
-    queues: z.array(QUEUE_HISTORY_ROW),
-    agents: z.array(AGENT_HISTORY_ROW),
-  })
-);
-
-export type SupervisionHistory = z.infer<typeof HISTORY>;
+import type { SupervisionHistory } from "./schemas.ts";
 
 /**
  * What is wrong with the days asked for (`from` required, `to` defaulting to it, both

@@ -15,7 +15,8 @@ import type { QueueCallEvent } from "../platform/port.ts";
 import { Counter, Gauge, type Registry } from "../prom_client.ts";
 import { listAgents } from "../store/agents.ts";
 import { listQueues } from "../store/queues.ts";
-import { ACTIVITIES, agentsLive } from "./agents.ts";
+import { ACTIVITIES } from "./activities.ts";
+import { agentsLive } from "./agents.ts";
 
 /** The outcomes counted by `svc_queue_calls_total`, by queue call event. */
 const OUTCOMES: Partial<Record<QueueCallEvent["event"], string>> = {

@@ -29,7 +29,7 @@ import { queueFigures } from "./queues.ts";
 import type { SupervisionSettings } from "./settings.ts";
 import { StatisticsPublisher } from "./statistics.ts";
 
-export { type AgentFigures, agentFigures, type AgentLive, agentsLive } from "./agents.ts";
+export { agentFigures, type AgentLive, agentsLive } from "./agents.ts";
 export {
   addToQueue,
   logoutAgent,
@@ -39,7 +39,8 @@ export {
   unpauseAgent,
 } from "./control.ts";
 export { historyCsv, historyRangeProblem, supervisionHistory } from "./history.ts";
-export { type QueueFigures, queueFigures, waitingCalls } from "./queues.ts";
+export { queueFigures, waitingCalls } from "./queues.ts";
+export type { AgentFigures, QueueFigures } from "./schemas.ts";
 export { queueStatistics, STATISTICS_INTERVAL_MS } from "./statistics.ts";
 
 /** How many times an agent's state change is tried against a mark that moved meanwhile. */

@@ -3,48 +3,18 @@
  * (the calls waiting, what the member agents are doing) and the counters since midnight in the
  * queue's time zone from the store; the calls waiting in one queue.
  */
-import * as z from "zod";
 import type { CoreServices } from "../core_services.ts";
 import type { WaitingCall } from "../platform/port.ts";
 import { listAgents } from "../store/agents.ts";
 import { getQueue, listQueues, type QueueRecord } from "../store/queues.ts";
 import { type AgentMark, QUEUE_STATS, readDayCounters, zeros } from "../store/supervision.ts";
-import { type Activity, agentsLive } from "./agents.ts";
+import type { Activity } from "./activities.ts";
+import { agentsLive } from "./agents.ts";
 import { supervisionSettings } from "./counting.ts";
-import { iso, queueDayFields, queueDayFigures } from "./day_figures.ts";
+import { iso, queueDayFigures } from "./day_figures.ts";
 import { dayOf } from "./days.ts";
+import type { QueueFigures, WaitingCallFigures } from "./schemas.ts";
 import { forQueue } from "./settings.ts";
-
-/** A queue as `GET /supervision/queues` shows it (built on first use, `z.lazy`). */
-export const QUEUE_FIGURES = z.lazy(() =>
-  z.object({
-    id: z.int(),
-    name: z.string(),
-    displayName: z.string().nullable(),
-    number: z.string().nullable(),
-    timeZone: z.string().meta({ description: "Whose midnight starts the queue's day" }),
-    serviceLevelSeconds: z.int(),
-    waitingCalls: z.int().meta({ description: "Calls waiting now" }),
-    longestWaitSeconds: z.int().meta({
-      description: "How long the longest waiting call has waited",
-    }),
-    agents: z.object({
-      members: z.int().meta({ description: "Agents of the queue" }),
-      logged: z.int(),
-      ready: z.int(),
-      ringing: z.int(),
-      onCall: z.int(),
-      wrapup: z.int(),
-      paused: z.int(),
-    }).meta({ description: "What the queue's agents are doing now" }),
-    today: z.object({
-      ...queueDayFields(),
-      day: z.string().meta({ description: "YYYY-MM-DD in the queue's time zone" }),
-    }),
-  })
-);
-
-export type QueueFigures = z.infer<typeof QUEUE_FIGURES>;
 
 /** The counters of a queue with none written that day. */
 const NO_COUNTS = zeros(QUEUE_STATS);
@@ -114,20 +84,6 @@ export async function queueFigures(
     };
   });
 }
-
-/** A call waiting in a queue, as `GET /supervision/queues/{id}/calls` shows it. */
-export const WAITING_CALL = z.lazy(() =>
-  z.object({
-    position: z.int().meta({ description: "Its place in the queue, from 1" }),
-    callerNumber: z.string(),
-    callerName: z.string(),
-    waitingSince: z.string().meta({ description: "When it joined the queue (ISO 8601 UTC)" }),
-    waitSeconds: z.int(),
-    linkedId: z.string(),
-  })
-);
-
-export type WaitingCallFigures = z.infer<typeof WAITING_CALL>;
 
 /**
  * The calls waiting in queue `queueId` now, in order; null when there is no such queue.

@@ -11,7 +11,7 @@
 import type { Clock } from "../clock.ts";
 import type { QueueStatisticsMessage, SupervisionMessage } from "../events/messages.ts";
 import type { Logger } from "../log.ts";
-import type { QueueFigures } from "./queues.ts";
+import type { QueueFigures } from "./schemas.ts";
 
 /** At most one `QueueStatistics` per queue this often. */
 export const STATISTICS_INTERVAL_MS = 1_000;

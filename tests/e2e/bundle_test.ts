@@ -99,6 +99,31 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
     },
   );
 
+  await t.step(
+    "a start reads no zod: without the file holding it, /health answers, the API 500",
+    async () => {
+      // the bundler names each module's code by its path: zod's are below its package
+      const zodParts = parts.filter((_, n) =>
+        /^\/\/ \S*\/zod\/(?:\d[^/]*\/)?v4\//m.test(texts[n + 1]!)
+      );
+      assert.equal(zodParts.length, 1, `zod in ${zodParts.join(", ")}`);
+      await withTempDir(async (dir) => {
+        const copy = await copyBundle(fileURLToPath(bundle), `${dir}/svc`);
+        await Deno.remove(`${dir}/svc/svc-parts/${zodParts[0]}`);
+        const server = await startServer({ SVC_KV: ":memory:" }, { args: bundleArgs(copy) });
+        try {
+          assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200);
+          // zod loads with the areas, at the first request needing one
+          const failed = await fetch(`${server.baseUrl}/1.1/users`);
+          assert.equal(failed.status, 500);
+          await failed.body?.cancel();
+        } finally {
+          await server.stop();
+        }
+      });
+    },
+  );
+
   await t.step("in demo mode: the demo data and logins, from their file", async () => {
     const server = await startServer({ SVC_KV: ":memory:", SVC_DEMO: "true" }, {
       args: bundleArgs("dist/svc.js"),

@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
-import { AREAS } from "../../routes/openapi.ts";
+import { AREAS } from "../../routes/openapi_document.ts";
 import { CHROMIUM_WHY, type DevTools, withChromium } from "./chromium.ts";
 import { startServer, withTempDir } from "./server.ts";
 

@@ -11,7 +11,7 @@ import { parse as parseYaml } from "yaml";
 import { declaredHandler, openApiPath } from "../../lib/openapi/generate.ts";
 import { isMiddlewareEntry } from "../../lib/no_route.ts";
 import { guardOf } from "../../lib/openapi/operation.ts";
-import { appDocument } from "../../routes/openapi.ts";
+import { appDocument } from "../../routes/openapi_document.ts";
 import { openApiFile } from "../../routes/openapi_file.ts";
 import { expectError, setup } from "../helpers.ts";
 
