@@ -48,6 +48,8 @@ Deno.test("an area is declared at its first request; the answers are those of ev
     "GET /1.1/users",
     "GET /svc/api/1.0/history",
     "GET /agents",
+    "GET /status",
+    "GET /users/me/agents",
     "GET /1.0/calls",
   ];
   assert.deepEqual(
@@ -69,6 +71,9 @@ Deno.test("an area is declared at its first request; the answers are those of ev
     ["GET", "/svc/api/1.0/nothing"],
     ["GET", "/1.0/calls"],
     ["GET", "/users/me/agents"],
+    ["POST", "/status"],
+    ["GET", "/status"],
+    ["DELETE", "/users/me/agents/nothing"],
     ["GET", "/0.1/token"],
     ["GET", "/nothing"],
   ];
