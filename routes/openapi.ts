@@ -24,10 +24,8 @@ function kept<T>(make: () => Promise<T>): () => Promise<T> {
  * first request of a document, not at start (docs/performance.md).
  */
 export function openApiRoutes(routes: () => readonly RouteEntry[]) {
-  const whole = kept(async () => {
-    const { appDocument } = await import("./openapi_document.ts");
-    return appDocument(routes());
-  });
+  const generator = kept(() => import("./openapi_document.ts"));
+  const whole = kept(async () => (await generator()).appDocument(routes()));
   const json = kept(async () => JSON.stringify(await whole()));
   const app = new Hono<AppEnv>().get(
     OPENAPI_PATH,
@@ -43,10 +41,7 @@ export function openApiRoutes(routes: () => readonly RouteEntry[]) {
     // no anchors and aliases: each part written out, as other readers expect; the YAML library
     // is loaded by the first request of such a document, not at start
     const yamlText = kept(async () => {
-      const [{ dump }, { areaDocument }] = await Promise.all([
-        import("js-yaml"),
-        import("./openapi_document.ts"),
-      ]);
+      const [{ dump }, { areaDocument }] = await Promise.all([import("js-yaml"), generator()]);
       return dump(areaDocument(await whole(), area), { noRefs: true, lineWidth: -1 });
     });
     app.get(

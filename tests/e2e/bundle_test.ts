@@ -124,6 +124,31 @@ Deno.test("the bundle builds, serves GET /health, and run elsewhere tells its re
     },
   );
 
+  await t.step(
+    "the OpenAPI document's file missing: its routes 500, the API answers",
+    async () => {
+      await withTempDir(async (dir) => {
+        const copy = await copyBundle(fileURLToPath(bundle), `${dir}/svc`);
+        const part = parts.find((name) => name.startsWith("openapi_document-"));
+        assert.ok(part, "the OpenAPI document is a file of its own");
+        await Deno.remove(`${dir}/svc/svc-parts/${part}`);
+        const server = await startServer({ SVC_KV: ":memory:" }, { args: bundleArgs(copy) });
+        try {
+          for (const path of ["/svc/api/2.0/openapi.json", "/1.1/api/api.yml"]) {
+            const failed = await fetch(`${server.baseUrl}${path}`);
+            assert.equal(failed.status, 500, path);
+            assert.equal((await failed.json()).error, "NotHandledError", path);
+          }
+          const users = await fetch(`${server.baseUrl}/1.1/users`);
+          assert.equal(users.status, 401);
+          await users.body?.cancel();
+        } finally {
+          await server.stop();
+        }
+      });
+    },
+  );
+
   await t.step("in demo mode: the demo data and logins, from their file", async () => {
     const server = await startServer({ SVC_KV: ":memory:", SVC_DEMO: "true" }, {
       args: bundleArgs("dist/svc.js"),
