@@ -10,12 +10,12 @@ import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { type Context, Hono } from "hono";
 import { readToken } from "../lib/auth/guard.ts";
-import { CtiSession, CtiUser, type MessageHandler } from "../lib/cti/hub.ts";
+import { CtiSession, CtiUser, type SessionHandlers } from "../lib/cti/hub.ts";
 import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { getUser } from "../lib/store/users.ts";
-import { handleMessage } from "./cti_commands.ts";
+import { greet, handleMessage } from "./cti_commands.ts";
 
 /** How long a socket may stay silent before Deno's ping frames find it dead (seconds). */
 const IDLE_TIMEOUT_S = 30;
@@ -34,7 +34,10 @@ async function identityOf(services: Services, c: Context<AppEnv>) {
 export function ctiRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens, cti, config } = services;
   // made once for every socket (the hub does not know `Services`): no closure per socket
-  const onMessage: MessageHandler = (session, data) => handleMessage(services, session, data);
+  const handlers: SessionHandlers = {
+    message: (session, data) => handleMessage(services, session, data),
+    opened: (session) => greet(services, session),
+  };
   return new Hono<AppEnv>().get(
     "/cti",
     operation(() => ({
@@ -80,7 +83,7 @@ export function ctiRoutes(services: Services): Hono<AppEnv> {
         );
       }
       // the session listens to its socket: it greets on open, runs messages, detaches on close
-      new CtiSession(cti, upgraded.socket, identity, new CtiUser(user), expiresAt, onMessage);
+      new CtiSession(cti, upgraded.socket, identity, new CtiUser(user), expiresAt, handlers);
       return upgraded.response;
     }),
   );

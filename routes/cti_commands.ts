@@ -20,6 +20,7 @@ import {
   runAgentControl,
   runSupervisorCommand,
 } from "../lib/cti/supervisor_commands.ts";
+import type { CtiCommandSpec, CtiFamily } from "../lib/cti/command_set.ts";
 import type { CtiSession } from "../lib/cti/hub.ts";
 import {
   type CallCommandName,
@@ -85,8 +86,20 @@ const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
 ]);
 
 /**
+ * The commands of the concerns with a folder of their own (lib/cti/command_set.ts), in the order
+ * their greetings are sent.
+ */
+const FAMILIES: CtiFamily[] = [];
+
+/** Each family's command by name. */
+const FAMILY_COMMANDS = new Map(
+  FAMILIES.flatMap((family) => Object.entries(family.commands)),
+);
+
+/**
  * What `alias.ctiuser` grants on the socket: the commands on the user's own services, agent and
- * calls (the call daemon's `calld.users.me.#`, as on `/1.0`).
+ * calls (the call daemon's `calld.users.me.#`, as on `/1.0`), and the families' commands but the
+ * supervisors'.
  */
 export function ctiChannelAcls(username: string): string[] {
   return [
@@ -94,7 +107,26 @@ export function ctiChannelAcls(username: string): string[] {
       .filter(([name, acl]) => acl !== null && name !== "dialFromQueue")
       .map(([, acl]) => fillAcl(acl!, { username })),
     ...CTI_CALLD_ACLS,
+    ...[...FAMILY_COMMANDS.values()]
+      .filter((spec) => spec.acl !== null && spec.ctiUser !== false)
+      .map((spec) => fillAcl(spec.acl!, { username })),
   ];
+}
+
+/** Sends what each family sends a socket that opened (after the hub's greeting). */
+export async function greet(services: Services, session: CtiSession): Promise<void> {
+  if (!FAMILIES.some((family) => family.greet)) return;
+  const user = await getUser(services.store, session.user.id);
+  if (!user) return;
+  const reply = (message: CtiMessage) => session.send(message);
+  for (const family of FAMILIES) {
+    if (session.closed || !family.greet) continue;
+    try {
+      await family.greet({ services, session, user, reply });
+    } catch (error) {
+      services.logger.error("CTI greeting failed", { error: String(error) });
+    }
+  }
 }
 
 /** The socket user's grants: the token's, plus the channel's for a CTI user. */
@@ -132,6 +164,8 @@ export async function handleMessage(
       throw new ApiError(400, "BadRequest", `unknown claz ${JSON.stringify(claz)}`);
     }
     if (name === undefined) throw new ApiError(400, "BadRequest", "a web message names a command");
+    const family = FAMILY_COMMANDS.get(name);
+    if (family) return await runFamilyCommand(services, session, family, fields);
     if (!isCommandName(name)) {
       throw new ApiError(400, "UnknownCommand", `unknown command ${JSON.stringify(name)}`);
     }
@@ -139,14 +173,40 @@ export async function handleMessage(
       ? null
       : COMMAND_ACLS[name];
     if (acl !== null) authorize(session, acl);
-    // the user as it is now: services, lines and agent may have changed since the socket opened
-    const user = await getUser(services.store, session.user.id);
-    if (!user) throw new ApiError(400, "UserNotFound", "the socket's user no longer exists");
-    services.cti.refresh(session, user); // every socket of the user shows it from now on
-    await run(services, session, user, name, fields);
+    await run(services, session, await currentUser(services, session), name, fields);
   } catch (error) {
     session.send(errorMessage(services, error, command));
   }
+}
+
+/** Runs a command of a family (lib/cti/command_set.ts) for the user as it is now. */
+async function runFamilyCommand(
+  services: Services,
+  session: CtiSession,
+  spec: CtiCommandSpec,
+  raw: Record<string, unknown>,
+): Promise<void> {
+  if (spec.acl !== null) authorize(session, spec.acl);
+  const user = await currentUser(services, session);
+  const fields = checkBody(spec.fields(), raw, "BadRequest");
+  await spec.run({
+    services,
+    session,
+    user,
+    authorize: (template, values) => authorize(session, template, values),
+    reply: (message) => session.send(message),
+  }, fields);
+}
+
+/**
+ * The socket's user as it is now (services, lines and agent may have changed since it opened),
+ * shown so by every socket of the user from now on.
+ */
+async function currentUser(services: Services, session: CtiSession): Promise<UserRecord> {
+  const user = await getUser(services.store, session.user.id);
+  if (!user) throw new ApiError(400, "UserNotFound", "the socket's user no longer exists");
+  services.cti.refresh(session, user);
+  return user;
 }
 
 /** Refuses (`Forbidden`) unless the socket holds `template` filled with its user and `values`. */

@@ -16,7 +16,7 @@ import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
-import type { ExportedMessage } from "../lib/events/messages.ts";
+import { type ExportedMessage, isExported } from "../lib/events/messages.ts";
 import type { LogEntry } from "../lib/events/outbox.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
@@ -124,7 +124,7 @@ function eventStream(
       let lastRead = resumeFrom ?? "";
       let held: LogEntry<ExportedMessage>[] | null = [];
       const wanted = (entry: LogEntry<ExportedMessage>) =>
-        username === null || entry.event.username === username;
+        isExported(entry.event) && (username === null || entry.event.username === username);
       // every event: a supervision event (username "") too, unless one user's are asked for
       unsubscribe = feed.subscribeAll((entries) => {
         for (const entry of entries) {

@@ -20,7 +20,13 @@
 import { agentOfUser } from "../agent_control.ts";
 import type { Identity } from "../auth/tokens.ts";
 import type { CoreServices } from "../core_services.ts";
-import { type EventMessage, type ExportedMessage, isUserEvent } from "../events/messages.ts";
+import {
+  type CtiNotice,
+  type EventMessage,
+  type ExportedMessage,
+  isNotice,
+  isUserEvent,
+} from "../events/messages.ts";
 import type { LogEntry } from "../events/outbox.ts";
 import type { PhoneStatus } from "../platform/port.ts";
 import { listContacts } from "../store/contacts.ts";
@@ -66,10 +72,14 @@ export interface CtiSocket {
 }
 
 /**
- * Runs one message a client sent (routes/cti_commands.ts, with the services); it reports its own
- * failures.
+ * What the socket's route does for a session (routes/cti_commands.ts, with the services): run one
+ * message the client sent, and send what the concerns send once the hub's greeting is sent. Each
+ * reports its own failures.
  */
-export type MessageHandler = (session: CtiSession, data: unknown) => Promise<void>;
+export interface SessionHandlers {
+  message(session: CtiSession, data: unknown): Promise<void>;
+  opened(session: CtiSession): Promise<void>;
+}
 
 /**
  * One user's sockets in this process and what they share: the user as the sockets show it (no
@@ -121,7 +131,7 @@ export class CtiSession implements EventListenerObject {
     readonly identity: Identity,
     public user: CtiUser,
     readonly tokenExpiresAt: number,
-    readonly onMessage: MessageHandler,
+    readonly handlers: SessionHandlers,
   ) {
     socket.addEventListener("open", this, { once: true });
     socket.addEventListener("message", this);
@@ -141,9 +151,13 @@ export class CtiSession implements EventListenerObject {
     if (event.type === "message") {
       const { data } = event as MessageEvent;
       // messages arriving before the greeting is sent wait for it, in order
-      this.#run(() => this.onMessage(this, data));
-    } else if (event.type === "open") this.#run(() => this.hub.open(this));
-    else if (event.type === "close") this.hub.detach(this);
+      this.#run(() => this.handlers.message(this, data));
+    } else if (event.type === "open") {
+      this.#run(async () => {
+        await this.hub.open(this);
+        if (!this.closed) await this.handlers.opened(this);
+      });
+    } else if (event.type === "close") this.hub.detach(this);
   }
 
   #run(task: () => Promise<void>): void {
@@ -320,7 +334,19 @@ export class CtiHub {
       isUserEvent(entry.event)
     );
     if (users.length) this.#dispatch(users);
+    for (const { event } of entries) if (isNotice(event)) this.#deliver(event);
     this.supervision.changed();
+  }
+
+  /** A CTI notice to its user's sockets, or to every socket (username ""). */
+  #deliver(notice: CtiNotice): void {
+    const text = JSON.stringify(notice.message);
+    const users = notice.username === ""
+      ? this.#byUser.values()
+      : [this.#byUser.get(notice.username)].filter((user) => user !== undefined);
+    for (const user of users) {
+      for (const session of user.sessions) session.sendText(text);
+    }
   }
 
   /** Hands each event to the sockets it is for, serialised once per event and user. */

@@ -26,7 +26,13 @@ import type { Clock } from "../clock.ts";
 import type { Logger } from "../log.ts";
 import { writeOnce } from "../store/platform_done.ts";
 import type { Store } from "../store/store.ts";
-import type { ExportedMessage } from "./messages.ts";
+import {
+  type CtiNotice,
+  type EventMessage,
+  type ExportedMessage,
+  isExported,
+  type SupervisionMessage,
+} from "./messages.ts";
 import {
   addEvents,
   applyPassWrites,
@@ -279,6 +285,16 @@ export class EventExport {
   }
 
   /**
+   * Writes CTI notices to the event log only ({@link MIN_LOG_MS}), never to the outbox: every
+   * process's live feed hands them to its sockets; resolves once they are durable and this
+   * process's listeners were told.
+   */
+  async notify(notices: CtiNotice[]): Promise<void> {
+    if (notices.length === 0) return;
+    await this.#write(notices, { toOutbox: false, retentionMs: MIN_LOG_MS });
+  }
+
+  /**
    * As {@link publish}, each message of a platform event published once whatever the number of
    * times and processes publishing it (docs/asterisk.md, "Several svc processes"): a message whose
    * `id` is marked as published (`lib/store/platform_done.ts`) is skipped, the others are written
@@ -519,11 +535,11 @@ export class EventExport {
   }
 
   /** The events of the event log still within the retention, oldest first (1.0 handshake). */
-  async retained(): Promise<ExportedMessage[]> {
+  async retained(): Promise<(EventMessage | SupervisionMessage)[]> {
     const { store, clock, retentionMs } = this.options;
     if (retentionMs <= 0) return [];
     const logged = await loggedEvents(store, clock.now() - retentionMs);
-    return logged.map((entry) => entry.event);
+    return logged.map((entry) => entry.event).filter(isExported);
   }
 
   /**

@@ -64,15 +64,35 @@ export interface SupervisionMessage {
   message: QueueStatisticsMessage;
 }
 
-/** Every exported event: a user's, or a supervision event. */
-export type ExportedMessage = EventMessage | SupervisionMessage;
+/**
+ * A message for CTI sockets only (a chat message, a presence, a favourite…: docs/cti.md), through
+ * the event log so that the sockets of every process sharing the store get it: never posted to
+ * `eventUrl`, streamed or reposted. `username` is the user whose sockets get it; "" is every
+ * socket.
+ */
+export interface CtiNotice {
+  username: string;
+  notice: true;
+  message: { msgType: string; ctiMessage: unknown };
+}
+
+/** Every event of the event log: a user's, a supervision event, or a CTI notice. */
+export type ExportedMessage = EventMessage | SupervisionMessage | CtiNotice;
+
+/** True for a CTI notice (not exported: see {@link CtiNotice}). */
+export const isNotice = (event: ExportedMessage): event is CtiNotice => "notice" in event;
 
 /**
  * True for the events of a user or an agent (`PhoneEvent`, `AgentStateEvent`,
- * `UserConfigUpdate`), false for a supervision event.
+ * `UserConfigUpdate`), false for a supervision event or a CTI notice.
  */
 export const isUserEvent = (event: ExportedMessage): event is EventMessage =>
-  event.message.msgType !== "QueueStatistics";
+  !isNotice(event) && event.message.msgType !== "QueueStatistics";
+
+/** True for what is exported (posted to `eventUrl`, streamed): all but CTI notices. */
+export const isExported = (
+  event: ExportedMessage,
+): event is EventMessage | SupervisionMessage => !isNotice(event);
 
 /** The message of a platform phone or agent event. */
 export function platformMessage(event: PhoneEvent | AgentStateEvent): EventMessage {
