@@ -29,6 +29,7 @@ import {
   type Person,
   phoneUser,
   type Receiver,
+  sleep,
   until,
   V2,
 } from "./svc_http.ts";
@@ -841,6 +842,86 @@ Deno.test({
             carol: ["EventRinging", "EventEstablished", "EventReleased"],
           });
           assert.deepEqual((await calld(calldToken, "GET", "/calls")).body.items, []);
+        },
+      );
+
+      await controlStep(
+        "/1.0/users/me/conferences/adhoc: alice's two calls of her own merged, then deleted",
+        async () => {
+          // issue 43: alice talks with bob, then calls carol (her phone holds bob to answer);
+          // her call with bob hosts, carol's own call joins, as wazo-calld-client sends it
+          const since = receiver.mark();
+          const { call: withBob } = await aliceCallsBob();
+          const bobCall = Object.keys(withBob.talking_to)[0]!;
+          const [aliceSince, carolSince] = [alice.mark(), carol.mark()];
+          await calld(aliceToken, "POST", "/users/me/calls", 201, { extension: "1003" });
+          await pickUp(alice, aliceSince);
+          await pickUp(carol, carolSince);
+          const mine = await itemsWhen<CallView>(
+            aliceToken,
+            "/users/me/calls",
+            (items) => items.length === 2 && items.every((c) => c.status === "Up"),
+            "alice's two calls up",
+          );
+          const withCarol = mine.find((c) => c.call_id !== withBob.call_id)!;
+          const carolCall = Object.keys(withCarol.talking_to)[0];
+          assert.ok(carolCall, "carol's call talks with alice's");
+          const [bobMerged, carolMerged] = [bob.mark(), carol.mark()];
+          const conference = await calld(aliceToken, "POST", "/users/me/conferences/adhoc", 201, {
+            host_call_id: withBob.call_id,
+            participant_call_ids: [carolCall],
+          });
+          const id = conference.body.conference_id;
+          const members = [withBob.call_id, bobCall, carolCall].sort();
+          const inConference = (items: CallView[]) =>
+            items.length === 3 && items.every((c) => c.bridges[0] === id) &&
+            items.every((c) => Object.keys(c.talking_to).length === 2);
+          const calls = await itemsWhen<CallView>(
+            calldToken,
+            "/calls",
+            inConference,
+            "alice, bob and carol in the conference, each hearing the two others",
+          );
+          assert.deepEqual(calls.map((c) => c.call_id).sort(), members);
+          // nobody is dropped a moment later (svc hung everyone up within milliseconds before)
+          await sleep(1_500);
+          assert.ok(
+            inConference((await calld(calldToken, "GET", "/calls")).body.items),
+            "the conference holds",
+          );
+          assert.equal(bob.saw("CALL_CLOSED", bobMerged), false, "bob's phone still in the call");
+          assert.equal(carol.saw("CALL_CLOSED", carolMerged), false, "carol's phone too");
+
+          await calld(aliceToken, "DELETE", `/users/me/conferences/adhoc/${id}`, 204);
+          await pbxIdle();
+          assert.deepEqual((await calld(calldToken, "GET", "/calls")).body.items, []);
+          await until(
+            () => receiver.phone(since, "carol").length >= 3,
+            20_000,
+            "carol's phone events",
+          );
+          const types = (user: string) =>
+            receiver.phone(since, user).map((event) => [event.eventType, event.otherDN]);
+          assert.deepEqual(types("bob"), [
+            ["EventRinging", "1001"],
+            ["EventEstablished", "1001"],
+            ["EventReleased", "1001"],
+          ]);
+          assert.deepEqual(types("carol"), [
+            ["EventRinging", "1001"],
+            ["EventEstablished", "1001"],
+            ["EventReleased", "1001"],
+          ]);
+          assert.deepEqual(types("alice"), [
+            ["EventDialing", "1002"],
+            ["EventEstablished", "1002"],
+            ["EventOnHold", "1002"],
+            ["EventDialing", "1003"],
+            ["EventEstablished", "1003"],
+            ["EventReleased", "1003"],
+            ["EventEstablished", "1002"],
+            ["EventReleased", "1002"],
+          ]);
         },
       );
 

@@ -420,8 +420,13 @@ export class CallCommands {
     if (this.#control.conferenceOf(host)) {
       throw refuse("in_conference", `call ${hostCallId} is in a conference`);
     }
-    if (host.state === "ringing") throw notTalking(host);
-    const parties = participantIds.map((id) => {
+    const hostPeer = this.#control.peerOf(host);
+    if (host.state === "ringing" || !hostPeer) throw notTalking(host);
+    // the host's peer comes along (as wazo-calld does), first when the participants leave it out
+    const ids = participantIds.includes(hostPeer.uniqueId)
+      ? participantIds
+      : [hostPeer.uniqueId, ...participantIds];
+    const parties = ids.map((id) => {
       const party = this.#leg(id);
       return { party, partner: this.#partnerOf(party, hostUserId) };
     });

@@ -44,7 +44,10 @@ export class ControlState {
     return this.transfers().find((t) => t.transferred === leg || t.recipient === leg) ?? null;
   }
 
-  /** The conference `leg` is a member of. */
+  /**
+   * The conference `leg` is a member of: from svc's announcement on (`SvcConference`), before its
+   * `ConfbridgeJoin`, so that its partner hung up meanwhile does not end its call.
+   */
   conferenceOf(leg: Leg): Conference | null {
     for (const conference of this.conferences.values()) {
       if (conference.joined.has(leg)) return conference;
@@ -71,10 +74,11 @@ export class ControlState {
       case "UserEvent":
         return this.#userEvent(event, legOf);
       case "ConfbridgeJoin": {
+        // the members svc announced joined at its announcement (SvcConference); another now
         const id = conferenceId(event.get("Conference") ?? "");
         const conference = id === null ? undefined : this.conferences.get(id);
         const member = leg();
-        if (conference && member) this.#join(conference, member);
+        if (conference && member && !conference.joined.has(member)) this.#join(conference, member);
         return false;
       }
       case "ConfbridgeLeave": {
@@ -147,7 +151,7 @@ export class ControlState {
         const host = leg("Host");
         if (!host) return false;
         const members = (event.get("Members") ?? "").split(",").filter(Boolean);
-        this.#conference(host, members);
+        this.#conference(host, members, legOf);
         return true;
       }
       case "SvcMute": {
@@ -338,15 +342,21 @@ export class ControlState {
 
   // --- conferences ------------------------------------------------------------------------------
 
-  /** svc merges `host` and `members` (uniqueIds, the host first) into a conference. */
-  #conference(host: Leg, members: string[]): void {
+  /**
+   * svc merges `host` and `members` (uniqueIds, the host first) into a conference, or adds to the
+   * one `host` hosts: each is a member from now on, as on the simulator, whenever its
+   * `ConfbridgeJoin` comes.
+   */
+  #conference(host: Leg, members: string[], legOf: (uniqueId: string) => Leg | null): void {
     if (host.transfer) this.#forget(host.transfer);
-    this.conferences.set(host.uniqueId, {
-      id: host.uniqueId,
-      host,
-      joined: new Map(),
-      order: members,
-    });
+    const conference = this.conferences.get(host.uniqueId) ??
+      { id: host.uniqueId, host, joined: new Map(), order: [] };
+    conference.order = members;
+    this.conferences.set(host.uniqueId, conference);
+    for (const id of members) {
+      const member = legOf(id);
+      if (member && !member.ended && !conference.joined.has(member)) this.#join(conference, member);
+    }
   }
 
   /** A member joined: it hears the others (a leg svc held talks again, `EventEstablished`). */
@@ -422,7 +432,7 @@ export class ControlState {
     if (!inConference) return false;
     const peer = this.peerOf(leg);
     this.ops.release(leg);
-    if (peer) this.ops.release(peer);
+    if (peer && !this.conferenceOf(peer)) this.ops.release(peer);
     this.#endIfIdle(call);
     return true;
   }

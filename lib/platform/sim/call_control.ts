@@ -455,7 +455,10 @@ function hostLegOf(party: Leg, hostUserId: number): Leg {
   return partner;
 }
 
-/** Merges the host's leg and the participants (peers of the host user's legs) into a conference. */
+/**
+ * Merges the host's leg, its peer (as wazo-calld does: first, when the participants leave it out)
+ * and the participants (peers of the host user's legs) into a conference, members in that order.
+ */
 export async function startConference(
   step: Step,
   hostCallId: string,
@@ -466,8 +469,10 @@ export async function startConference(
   if (host.bridge?.conference) {
     throw refuse("in_conference", `call ${hostCallId} is in a conference`);
   }
-  if (!talking(host)) throw notTalking(host);
-  const participants = participantCallIds.map((id) => legOf(step.sim, id));
+  const hostPeer = peerOf(host);
+  if (!talking(host) || !hostPeer) throw notTalking(host);
+  const listed = participantCallIds.map((id) => legOf(step.sim, id));
+  const participants = listed.includes(hostPeer) ? listed : [hostPeer, ...listed];
   const partners = participants.map((party) => {
     if (party.bridge?.conference) {
       throw refuse("in_conference", `call ${party.uniqueId} is in a conference`);

@@ -213,6 +213,64 @@ Deno.test("wazo-calld-client: a user's call, held, recorded, DTMF, muted, transf
   assert.deepEqual((await admin.calls.list_calls()).items, []);
 });
 
+Deno.test("wazo-calld-client: two calls of the host merged, then the conference deleted: every call ends", async () => {
+  const w = await calldWorld();
+  const token = (await w.t.ctx.services.tokens.issue({
+    userId: String(w.alice.id),
+    login: w.alice.username!,
+    userType: "cti",
+    acls: ["alias.ctiuser"],
+  })).token;
+  const alice = wazoCalldClient(w.t.ctx, token);
+  const admin = wazoCalldClient(
+    w.t.ctx,
+    (await w.t.ctx.services.tokens.issue({
+      userId: "0",
+      login: "crm",
+      userType: "webservice",
+      acls: ["calld.#"],
+    })).token,
+  );
+  /** alice calls `extension`, both phones answer: alice's leg and the callee's. */
+  const call = async (extension: string, callee: typeof w.bob) => {
+    const mine = await alice.calls.make_call_from_user(extension);
+    await admin.calls.answer(mine.call_id);
+    const theirs = (await admin.calls.list_calls()).items.find((c: { user_uuid: string }) =>
+      c.user_uuid === callee.uuid
+    );
+    await admin.calls.answer(theirs.call_id);
+    return [mine.call_id as string, theirs.call_id as string] as const;
+  };
+  const [withBob, bob] = await call("1002", w.bob);
+  const [withCarol, carol] = await call("1003", w.carol);
+  // the participants' own calls, as wazo-calld takes them; the host's peer (bob) comes along
+  const { conference_id } = await alice.adhoc_conferences.create_from_user(withBob, carol);
+  const talking = Object.fromEntries(
+    (await admin.calls.list_calls()).items.map((c: { call_id: string; talking_to: object }) => [
+      c.call_id,
+      Object.keys(c.talking_to).sort(),
+    ]),
+  );
+  assert.deepEqual(talking, {
+    [withBob]: [bob, carol].sort(),
+    [bob]: [withBob, carol].sort(),
+    [carol]: [withBob, bob].sort(),
+  });
+  assert.equal(
+    (await admin.calls.list_calls()).items.some((c: { call_id: string }) =>
+      c.call_id === withCarol
+    ),
+    false,
+    "the host's call with carol ended as she joined",
+  );
+  await alice.adhoc_conferences.delete_from_user(conference_id);
+  assert.deepEqual((await admin.calls.list_calls()).items, []);
+  assert.equal(
+    await raised(() => alice.adhoc_conferences.delete_from_user(conference_id)),
+    "adhoc-conference-not-found",
+  );
+});
+
 Deno.test("wazo-calld-client: every failure is a CalldError it can read", async () => {
   const w = await calldWorld();
   const issue = async (

@@ -844,6 +844,79 @@ export const SCENARIOS: Scenario[] = [
     ],
   },
   {
+    // issue 43: the host's two calls of its own merged (the host's call with bob, the participant
+    // carol's own call, as wazo-calld takes them), then the conference ended by svc
+    name: "conference of the host's two calls: bob comes with the host, carol's partner ends",
+    transcript: "35-conference-two-calls",
+    recordedBySvc: true,
+    variables: crm,
+    steps: [
+      ALICE_CALLS_BOB,
+      // alice's phone holds bob to take another call, as a phone does
+      { command: () => Promise.resolve(), phones: (sim) => sim.act("1001", "hold") },
+      {
+        command: aliceDials("1003"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("1003", "answer");
+        },
+      },
+      {
+        command: async (w) => {
+          const calls = await w.services.platform.liveCalls();
+          const withBob = calls.find((call) =>
+            call.userId === w.alice.id && call.peerNumber === "1002"
+          );
+          assert.ok(withBob, "alice's call with bob");
+          await w.services.platform.startConference(withBob.callId, [
+            (await callOf(w, w.carol)).callId,
+          ]);
+        },
+        // alice's phone takes bob back once its call with carol is gone, as a phone does
+        phones: (sim) => sim.act("1001", "resume"),
+      },
+      {
+        command: async (w) => {
+          const [conference] = await w.services.platform.conferences();
+          assert.ok(conference, "one conference");
+          const members = conference.members.map((member) => member.callId);
+          const bob = (await callOf(w, w.bob)).callId;
+          const carol = (await callOf(w, w.carol)).callId;
+          assert.deepEqual(members, [conference.hostCallId, bob, carol]);
+          await expectCall(BOB, {
+            conferenceId: conference.id,
+            talkingTo: [conference.hostCallId, carol],
+          })(w);
+          await w.services.platform.endConference(conference.id);
+        },
+      },
+      {
+        command: async (w) => {
+          assert.deepEqual(await w.services.platform.conferences(), []);
+          assert.deepEqual(await w.services.platform.liveCalls(), []);
+        },
+      },
+    ],
+    events: [
+      ...ALICE_BOB_TALK,
+      ["alice", "EventOnHold", "1001", "1002", 1, 1],
+      ["alice", "EventDialing", "1001", "1003", 2, 3],
+      ["carol", "EventRinging", "1003", "1001", 2, 4],
+      ["alice", "EventEstablished", "1001", "1003", 2, 3],
+      ["carol", "EventEstablished", "1003", "1001", 2, 4],
+      ["alice", "EventReleased", "1001", "1003", 2, 3],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["carol", "EventReleased", "1003", "1001", 2, 4],
+    ],
+    history: [
+      ...ALICE_BOB_HISTORY,
+      ["alice", "emitted", "alice", "carol", "1001", "1003", true],
+      ["carol", "answered", "alice", "carol", "1001", "1003", true],
+    ],
+  },
+  {
     name: "recording, mute and DTMF on a call: its state, nothing else changes",
     transcript: "28-record-mute-dtmf",
     recordedBySvc: true,
