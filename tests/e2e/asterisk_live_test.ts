@@ -860,8 +860,12 @@ Deno.test({
           const mine = await itemsWhen<CallView>(
             aliceToken,
             "/users/me/calls",
-            (items) => items.length === 2 && items.every((c) => c.status === "Up"),
-            "alice's two calls up",
+            (items) =>
+              items.length === 2 && items.every((c) => c.status === "Up") &&
+              items.some((c) =>
+                c.call_id !== withBob.call_id && Object.keys(c.talking_to).length === 1
+              ),
+            "alice's two calls up, carol's answered",
           );
           const withCarol = mine.find((c) => c.call_id !== withBob.call_id)!;
           const carolCall = Object.keys(withCarol.talking_to)[0];
