@@ -14,6 +14,7 @@ import { CTI_USER_ALIAS, isAllowed } from "../lib/auth/acl.ts";
 import { fillAcl } from "../lib/auth/guard.ts";
 import { CTI_CALLD_ACLS } from "../lib/calls/acls.ts";
 import { changeDnd, changeForward } from "../lib/control.ts";
+import { DIRECTORY } from "../lib/directory/mod.ts";
 import { runCallCommand } from "../lib/cti/call_commands.ts";
 import {
   type AgentControl,
@@ -89,7 +90,7 @@ const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
  * The commands of the concerns with a folder of their own (lib/cti/command_set.ts), in the order
  * their greetings are sent.
  */
-const FAMILIES: CtiFamily[] = [];
+const FAMILIES: CtiFamily[] = [DIRECTORY];
 
 /** Each family's command by name. */
 const FAMILY_COMMANDS = new Map(

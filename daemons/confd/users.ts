@@ -9,6 +9,7 @@ import { hashPassword } from "../../lib/auth/passwords.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { deleteContactsOfUser } from "../../lib/store/contacts.ts";
+import { deleteFavoritesOfUser } from "../../lib/store/favorites.ts";
 import { deletePushTokensOfUser } from "../../lib/store/push_tokens.ts";
 import { extensions } from "../../lib/store/extensions.ts";
 import { followUserInLines, lines } from "../../lib/store/lines.ts";
@@ -312,8 +313,9 @@ export function userRoutes(services: Services) {
         tx.remove(users, user.id);
         return user.id;
       });
-      // the user's own data goes with it: contacts and push registrations name no one else
+      // the user's own data goes with it: contacts, favourites and push registrations are no one else's
       await deleteContactsOfUser(store, userId);
+      await deleteFavoritesOfUser(store, userId);
       await deletePushTokensOfUser(store, userId);
       return c.body(null, 204);
     })
