@@ -122,6 +122,8 @@ export class CtiUser {
  */
 export class CtiSession implements EventListenerObject {
   #closed = false;
+  /** When the hub registered it (ms), the end of time until then. */
+  openedAt = Infinity;
   /** The messages being run, in order, the greeting first; null when none is. */
   #running: Promise<void> | null = null;
 
@@ -273,6 +275,7 @@ export class CtiHub {
       user.ownStatus = null;
     }
     session.user = user;
+    session.openedAt = services.clock.now();
     user.sessions.add(session);
     this.#expiries.add(session);
     this.#unsubscribe ??= services.feed.subscribeAll((entries) => this.#handle(entries));
@@ -334,18 +337,26 @@ export class CtiHub {
       isUserEvent(entry.event)
     );
     if (users.length) this.#dispatch(users);
-    for (const { event } of entries) if (isNotice(event)) this.#deliver(event);
+    for (const { event, createdAt } of entries) {
+      if (isNotice(event)) this.#deliver(event, createdAt);
+    }
     this.supervision.changed();
   }
 
-  /** A CTI notice to its user's sockets, or to every socket (username ""). */
-  #deliver(notice: CtiNotice): void {
+  /**
+   * A CTI notice to its user's sockets, or to every socket (username ""): those open when it was
+   * written (the feed hands a process's first socket what others wrote a moment before; what a
+   * socket opening then shows is read afresh).
+   */
+  #deliver(notice: CtiNotice, createdAt: number): void {
     const text = JSON.stringify(notice.message);
     const users = notice.username === ""
       ? this.#byUser.values()
       : [this.#byUser.get(notice.username)].filter((user) => user !== undefined);
     for (const user of users) {
-      for (const session of user.sessions) session.sendText(text);
+      for (const session of user.sessions) {
+        if (session.openedAt <= createdAt) session.sendText(text);
+      }
     }
   }
 
