@@ -122,27 +122,26 @@ export const AGENT_FIGURES = z.lazy(() =>
 export type AgentFigures = z.infer<typeof AGENT_FIGURES>;
 
 /** An interval of a queue's day, as `GET /supervision/queues/{id}/intervals` shows it. */
-export const QUEUE_INTERVAL = z.lazy(() =>
-  z.object({
+export const QUEUE_INTERVAL = z.lazy(() => {
+  const { entered, answered, answeredWithinServiceLevel, abandoned, timeout } = queueDayFields();
+  return z.object({
     start: z.string().meta({ description: "When it starts (ISO 8601 UTC)" }),
     time: z.string().meta({ description: "When it starts, HH:MM in the queue's time zone" }),
-    entered: z.int().meta({ description: "Calls that joined the queue" }),
-    answered: z.int().meta({ description: "Calls an agent answered" }),
-    answeredWithinServiceLevel: z.int().meta({
-      description: "Calls answered after waiting at most the service level",
-    }),
-    abandoned: z.int().meta({ description: "Calls whose caller hung up while waiting" }),
-    timeout: z.int().meta({ description: "Calls that left on the queue's timeout" }),
+    entered,
+    answered,
+    answeredWithinServiceLevel,
+    abandoned,
+    timeout,
     waitingMax: z.int().meta({
       description: "The most calls waiting at once: those waiting when it began, or the place " +
         "in the queue of a call that joined in it",
     }),
     serviceLevelPercent: z.number().nullable().meta({
-      description: "answeredWithinServiceLevel / entered × 100, at most 100; null with no call " +
-        "entered",
+      description: "answeredWithinServiceLevel / entered × 100 of the interval, at most 100; " +
+        "null with no call entered in it",
     }),
-  })
-);
+  });
+});
 
 /** `GET /supervision/queues/{id}/intervals`: a queue's day, interval by interval. */
 export const QUEUE_INTERVALS = z.lazy(() =>
