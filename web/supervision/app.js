@@ -351,6 +351,7 @@ function signOut(message = "") {
     part?.replaceChildren();
   }
   rows.clear();
+  plots.disconnect();
   tiles.clear();
   forgetCurves();
   showSignIn(message);
@@ -540,6 +541,7 @@ function drawTiles(/** @type {number} */ now) {
   container.style.setProperty("--rows", String(grid.rows));
   for (const [id, tile] of tiles) {
     if (!board.queues.has(id)) {
+      plots.unobserve(tile.plot);
       tile.root.remove();
       tiles.delete(id);
     }
