@@ -8,6 +8,9 @@
  *   `?queue=` (ids, the parameter repeated or comma-separated; unknown ids are left out).
  * - `GET /supervision/queues/{queueId}/calls` (`svc.rest.supervision.queues.{queueId}.calls.read`):
  *   the calls waiting in it.
+ * - `GET /supervision/queues/{queueId}/intervals?day=`
+ *   (`svc.rest.supervision.queues.{queueId}.intervals.read`): its day (today by default), interval
+ *   by interval: the day's curve.
  * - `GET /supervision/agents` (`svc.rest.supervision.agents.read`): every agent, or those of the
  *   queues of `?queue=`.
  * - `GET /supervision/history?from=&to=` (`svc.rest.supervision.history.read`): a row per day and
@@ -18,7 +21,7 @@
  *   `{penalty}`, optional, 0 by default; `svc.rest.supervision.queues.{queueId}.agents.{agentId}
  *   .create` and `.delete`): the agent joins the queue (or takes that penalty), or leaves it.
  *
- * Errors: 400 `BadRequest` (a bad `queue`, `from` or `to`), 400 `JsonErrorDecoding` (a body that
+ * Errors: 400 `BadRequest` (a bad `queue`, `from`, `to` or `day`), 400 `JsonErrorDecoding` (a body that
  * is not JSON or not the model), 404 `QueueNotFound`, 404 `AgentNotFound`, 409
  * `AgentNotLoggedIn`, 409 `AgentNotInQueue`.
  */
@@ -37,13 +40,20 @@ import {
   logoutAgent,
   pauseAgent,
   queueFigures,
+  queueIntervals,
   removeFromQueue,
   supervisionHistory,
   SupervisionRefusal,
   unpauseAgent,
   waitingCalls,
 } from "../lib/supervision/mod.ts";
-import { AGENT_FIGURES, HISTORY, QUEUE_FIGURES, WAITING_CALL } from "../lib/supervision/schemas.ts";
+import {
+  AGENT_FIGURES,
+  HISTORY,
+  QUEUE_FIGURES,
+  QUEUE_INTERVALS,
+  WAITING_CALL,
+} from "../lib/supervision/schemas.ts";
 
 /** Ids as the API writes them (no leading zero): one queue or agent has one path and one ACL. */
 const CANONICAL_ID = /^(0|[1-9]\d{0,14})$/;
@@ -183,6 +193,29 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
         const calls = await waitingCalls(services, id);
         if (!calls) throw queueNotFound(String(id));
         return c.json(calls);
+      }),
+    )
+    .get(
+      "/supervision/queues/:queueId/intervals",
+      acl("queues.{queueId}.intervals.read"),
+      operation(() => ({
+        summary: "A queue's day interval by interval (15 minutes): its calls and calls waiting",
+        query: z.object({
+          day: z.string().optional().meta({
+            description: "YYYY-MM-DD in the queue's time zone; today if absent",
+          }),
+        }),
+        responses: { 200: QUEUE_INTERVALS },
+        errors: {
+          400: "`BadRequest`: a `day` that is no date, or before the days kept",
+          404: "`QueueNotFound`",
+        },
+      }), async (c) => {
+        const id = pathId(c, "queueId");
+        const curve = await queueIntervals(services, id, c.req.query("day"));
+        if (curve === null) throw queueNotFound(String(id));
+        if (typeof curve === "string") throw new ApiError(400, "BadRequest", curve);
+        return c.json(curve);
       }),
     )
     .get(

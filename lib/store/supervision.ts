@@ -5,6 +5,10 @@
  *   queue or agent on one day (`YYYY-MM-DD`, in the queue's time zone; agents: the default one).
  *   Counters only grow, by atomic `sum` (or `max`) mutations, so writers never lose an update,
  *   whichever process writes. Days sort as text, so a range of days is one range of keys.
+ * - `["supervision_interval", day, queueId, slot, stat]` → `Deno.KvU64`: one counter of one queue
+ *   in one interval of its day (`slot`: the interval's index from the day's start, see
+ *   `intervalOf` of `lib/supervision/days.ts`), the day's curve. Written in the same commits as
+ *   the day counters, the same way.
  * - `["supervision_agent", agentId]` → {@link AgentMark}: the state an agent was last seen
  *   entering, and since when, as the counting saw it: when its next state comes, the time spent
  *   in this one (a pause, a login) is added to the counters of the days it spans.
@@ -23,6 +27,7 @@ import type { Store } from "./store.ts";
 
 const DAY = "supervision_day";
 const MARK = "supervision_agent";
+const INTERVAL = "supervision_interval";
 const VERSION: Deno.KvKey = ["supervision_version"];
 
 /** A queue's counters of a day. */
@@ -63,17 +68,34 @@ export const AGENT_STATS = [
   "login_ms",
 ] as const;
 
+/** A queue's counters of an interval of its day: what its curve draws. */
+export const INTERVAL_STATS = [
+  /** Calls that joined the queue. */
+  "entered",
+  /** Calls an agent answered. */
+  "answered",
+  /** Of those, the ones that waited at most the service level. */
+  "answered_in_sl",
+  /** Calls whose caller hung up while waiting. */
+  "abandoned",
+  /** Calls that left on the queue's timeout. */
+  "timeout",
+  /** The most calls waiting when one joined (its place in the queue), raised by `max`. */
+  "waiting_max",
+] as const;
+
 export type QueueStat = typeof QUEUE_STATS[number];
+export type IntervalStat = typeof INTERVAL_STATS[number];
 export type AgentStat = typeof AGENT_STATS[number];
 
 /** One change of a counter: `add` to it, or raise it to `max`. */
 export type CounterChange =
   & { day: string; op: "add" | "max"; value: number }
-  & ({ kind: "queue"; id: number; stat: QueueStat } | {
-    kind: "agent";
-    id: number;
-    stat: AgentStat;
-  });
+  & (
+    | { kind: "queue"; id: number; stat: QueueStat }
+    | { kind: "agent"; id: number; stat: AgentStat }
+    | { kind: "interval"; id: number; slot: number; stat: IntervalStat }
+  );
 
 /** The counters of one queue or agent on one day; a counter never written reads 0. */
 export interface DayCounters<S extends string> {
@@ -96,13 +118,10 @@ export interface AgentMark {
   loggedSinceMs: number | null;
 }
 
-const counterKey = (change: CounterChange): Deno.KvKey => [
-  DAY,
-  change.day,
-  change.kind,
-  change.id,
-  change.stat,
-];
+const counterKey = (change: CounterChange): Deno.KvKey =>
+  change.kind === "interval"
+    ? [INTERVAL, change.day, change.id, change.slot, change.stat]
+    : [DAY, change.day, change.kind, change.id, change.stat];
 const markKey = (agentId: number): Deno.KvKey => [MARK, agentId];
 
 /** Mutations per commit: Deno KV takes 1,000 at most (a mark and its check go beside them). */
@@ -246,18 +265,24 @@ export async function addCountersOnce<T extends { id?: string }>(
   return commits.flatMap((commit) => commit.items);
 }
 
-/** Deletes the counters of the days before `day`; answers how many counters went. */
+/**
+ * Deletes the counters of the days before `day`, those of their intervals too; answers how many
+ * counters went.
+ */
 export async function pruneDaysBefore(store: Store, day: string): Promise<number> {
   let deleted = 0;
-  for (;;) {
-    const entries = await store.list({ prefix: [DAY], end: [DAY, day] }, { limit: CHUNK });
-    if (entries.length === 0) return deleted;
-    await store.commit((op) => {
-      for (const { key } of entries) op.delete(key);
-      return op.set(VERSION, true);
-    });
-    deleted += entries.length;
+  for (const prefix of [DAY, INTERVAL]) {
+    for (;;) {
+      const entries = await store.list({ prefix: [prefix], end: [prefix, day] }, { limit: CHUNK });
+      if (entries.length === 0) break;
+      await store.commit((op) => {
+        for (const { key } of entries) op.delete(key);
+        return op.set(VERSION, true);
+      });
+      deleted += entries.length;
+    }
   }
+  return deleted;
 }
 
 /**
@@ -339,6 +364,36 @@ export function readDayCounters(
       row[stat] = Number(value.value);
     }
     return rows;
+  });
+}
+
+/**
+ * The counters of queue `queueId` in each interval of `day` that has any, by interval index
+ * (`slot`); kept while no counter or mark is written (see {@link atCurrentVersion}): treat the
+ * answer as read-only.
+ *
+ * @example
+ * const intervals = await readIntervalCounters(store, "2026-01-01", 1);
+ * intervals.get(32)?.entered; // calls that joined from 08:00 to 08:15 (UTC)
+ */
+export function readIntervalCounters(
+  store: Store,
+  day: string,
+  queueId: number,
+): Promise<ReadonlyMap<number, Readonly<Record<IntervalStat, number>>>> {
+  return atCurrentVersion(store, `interval/${day}/${queueId}`, async () => {
+    const entries = await store.list<Deno.KvU64>({ prefix: [INTERVAL, day, queueId] });
+    const slots = new Map<number, Record<IntervalStat, number>>();
+    for (const { key, value } of entries) {
+      const [, , , slot, stat] = key as [string, string, number, number, string];
+      if (!(value instanceof Deno.KvU64) || !INTERVAL_STATS.includes(stat as IntervalStat)) {
+        continue;
+      }
+      let row = slots.get(slot);
+      if (!row) slots.set(slot, row = zeros(INTERVAL_STATS));
+      row[stat as IntervalStat] = Number(value.value);
+    }
+    return slots;
   });
 }
 

@@ -6,15 +6,23 @@
  * - A queue call counts on the day of its event in the queue's time zone: `joined` is entered,
  *   `answered` is answered with its wait (within the service level or not), `abandoned` (short when
  *   it waited less than the short-abandon seconds), `timeout`, and `completed` adds its talk time
- *   to the queue (the day it ended) and to the agent (cut at each midnight).
+ *   to the queue (the day it ended) and to the agent (cut at each midnight). The same outcomes,
+ *   and the calls waiting when one joins (its place in the queue), count in the interval of the
+ *   queue's day the event falls in (the day's curve; 15 minutes, `INTERVAL_MINUTES` of days.ts).
  * - An agent's state change closes the state it leaves: time on pause and, at a logout, time
  *   logged in are added to the days they span (the default time zone's); a ringing that ends
  *   other than on a call is a missed call.
  */
 import type { Config } from "../config.ts";
 import type { AgentPresence, AgentStateEvent, QueueCallEvent } from "../platform/port.ts";
-import type { AgentMark, AgentStat, CounterChange, QueueStat } from "../store/supervision.ts";
-import { dayOf, splitByDay } from "./days.ts";
+import type {
+  AgentMark,
+  AgentStat,
+  CounterChange,
+  IntervalStat,
+  QueueStat,
+} from "../store/supervision.ts";
+import { dayOf, intervalOf, splitByDay } from "./days.ts";
 import { forQueue, type SupervisionSettings } from "./settings.ts";
 
 /** The supervision settings of `config`. */
@@ -35,6 +43,14 @@ const queueChange = (
   value: number,
   op: "add" | "max" = "add",
 ): CounterChange => ({ day, kind: "queue", id, stat, op, value });
+
+const intervalChange = (
+  interval: { day: string; slot: number },
+  id: number,
+  stat: IntervalStat,
+  value: number,
+  op: "add" | "max" = "add",
+): CounterChange => ({ ...interval, kind: "interval", id, stat, op, value });
 
 const agentChange = (day: string, id: number, stat: AgentStat, value: number): CounterChange => ({
   day,
@@ -69,18 +85,31 @@ export function queueCallChanges(
   queueName: string | undefined,
 ): CounterChange[] {
   const id = event.queueId;
-  const day = dayOf(nowMs, forQueue(settings.timeZone, queueName));
+  const zone = forQueue(settings.timeZone, queueName);
+  const interval = intervalOf(nowMs, zone);
+  const day = interval.day;
   const waitMs = event.waitMs ?? 0;
   switch (event.event) {
     case "joined":
-      return [queueChange(day, id, "entered", 1)];
+      return [
+        queueChange(day, id, "entered", 1),
+        intervalChange(interval, id, "entered", 1),
+        intervalChange(interval, id, "waiting_max", event.position ?? 1, "max"),
+      ];
     case "answered": {
       const serviceLevelMs = forQueue(settings.serviceLevelSeconds, queueName) * 1000;
+      const withinServiceLevel = waitMs <= serviceLevelMs;
       return [
         queueChange(day, id, "answered", 1),
         queueChange(day, id, "wait_ms", waitMs),
         queueChange(day, id, "wait_max_ms", waitMs, "max"),
-        ...(waitMs <= serviceLevelMs ? [queueChange(day, id, "answered_in_sl", 1)] : []),
+        intervalChange(interval, id, "answered", 1),
+        ...(withinServiceLevel
+          ? [
+            queueChange(day, id, "answered_in_sl", 1),
+            intervalChange(interval, id, "answered_in_sl", 1),
+          ]
+          : []),
         ...(event.agentId === undefined
           ? []
           : [agentChange(dayOf(nowMs, agentZone(settings)), event.agentId, "answered", 1)]),
@@ -89,12 +118,13 @@ export function queueCallChanges(
     case "abandoned":
       return [
         queueChange(day, id, "abandoned", 1),
+        intervalChange(interval, id, "abandoned", 1),
         ...(waitMs < settings.shortAbandonSeconds * 1000
           ? [queueChange(day, id, "abandoned_short", 1)]
           : []),
       ];
     case "timeout":
-      return [queueChange(day, id, "timeout", 1)];
+      return [queueChange(day, id, "timeout", 1), intervalChange(interval, id, "timeout", 1)];
     case "completed": {
       const talkMs = event.talkMs ?? 0;
       return [

@@ -81,3 +81,37 @@ export function splitByDay(
   }
   return parts;
 }
+
+/**
+ * How long an interval of a queue's day lasts (docs/supervision.md, "The day's intervals"): the
+ * usual reporting interval of contact centres (their staffing forecasts count in quarter hours).
+ */
+export const INTERVAL_MINUTES = 15;
+const INTERVAL_MS = INTERVAL_MINUTES * 60_000;
+
+/**
+ * The interval `ms` falls in: its day in `zone` and its index in that day, counted from the day's
+ * first instant (so a day of 25 hours has 100 intervals, one of 23 hours 92).
+ *
+ * @example
+ * intervalOf(Date.UTC(2026, 0, 1, 8, 20), "UTC"); // { day: "2026-01-01", slot: 33 }
+ */
+export function intervalOf(ms: number, zone: string): { day: string; slot: number } {
+  const day = dayOf(ms, zone);
+  return { day, slot: Math.floor((ms - dayStart(day, zone)) / INTERVAL_MS) };
+}
+
+/**
+ * When each interval of `day` in `zone` starts (ms), in order, up to `untilMs` (the interval it
+ * falls in included): the whole day when it is over, none when it has not begun.
+ *
+ * @example
+ * intervalStarts("2026-01-01", "UTC", Date.UTC(2026, 0, 1, 0, 20)); // two: 00:00 and 00:15
+ */
+export function intervalStarts(day: string, zone: string, untilMs: number): number[] {
+  const start = dayStart(day, zone);
+  const end = Math.min(dayStart(addDays(day, 1), zone), untilMs + 1);
+  const starts: number[] = [];
+  for (let at = start; at < end; at += INTERVAL_MS) starts.push(at);
+  return starts;
+}

@@ -7,7 +7,8 @@
  *   one process that hands platform events on), counts them for `/metrics`, and has the changed
  *   queues' `QueueStatistics` sent once `start()`ed; `prune()` deletes days past the retention.
  * - What any process answers, from the platform and the store, through `CoreServices`:
- *   {@link queueFigures}, {@link waitingCalls}, {@link agentFigures}, {@link supervisionHistory};
+ *   {@link queueFigures}, {@link waitingCalls}, {@link agentFigures}, {@link supervisionHistory},
+ *   {@link queueIntervals};
  *   and the commands {@link pauseAgent}, {@link unpauseAgent}, {@link logoutAgent},
  *   {@link addToQueue}, {@link removeFromQueue}.
  */
@@ -39,6 +40,7 @@ export {
   unpauseAgent,
 } from "./control.ts";
 export { historyCsv, historyRangeProblem, supervisionHistory } from "./history.ts";
+export { queueIntervals } from "./intervals.ts";
 export { queueFigures, waitingCalls } from "./queues.ts";
 export type { AgentFigures, QueueFigures } from "./schemas.ts";
 export { queueStatistics, STATISTICS_INTERVAL_MS } from "./statistics.ts";

@@ -121,6 +121,45 @@ export const AGENT_FIGURES = z.lazy(() =>
 
 export type AgentFigures = z.infer<typeof AGENT_FIGURES>;
 
+/** An interval of a queue's day, as `GET /supervision/queues/{id}/intervals` shows it. */
+export const QUEUE_INTERVAL = z.lazy(() => {
+  const { entered, answered, answeredWithinServiceLevel, abandoned, timeout } = queueDayFields();
+  return z.object({
+    start: z.string().meta({ description: "When it starts (ISO 8601 UTC)" }),
+    time: z.string().meta({ description: "When it starts, HH:MM in the queue's time zone" }),
+    entered,
+    answered,
+    answeredWithinServiceLevel,
+    abandoned,
+    timeout,
+    waitingMax: z.int().meta({
+      description: "The most calls waiting at once: those waiting when it began, or the place " +
+        "in the queue of a call that joined in it",
+    }),
+    serviceLevelPercent: z.number().nullable().meta({
+      description: "answeredWithinServiceLevel / entered × 100 of the interval, at most 100; " +
+        "null with no call entered in it",
+    }),
+  });
+});
+
+/** `GET /supervision/queues/{id}/intervals`: a queue's day, interval by interval. */
+export const QUEUE_INTERVALS = z.lazy(() =>
+  z.object({
+    queueId: z.int(),
+    day: z.string().meta({ description: "YYYY-MM-DD in the queue's time zone" }),
+    timeZone: z.string().meta({ description: "Whose midnight starts the queue's day" }),
+    intervalMinutes: z.int().meta({ description: "How long an interval lasts: 15" }),
+    serviceLevelSeconds: z.int(),
+    intervals: z.array(QUEUE_INTERVAL).meta({
+      description: "Every interval from the day's start to now (the current one included), or " +
+        "to the day's end; none for a day to come",
+    }),
+  })
+);
+
+export type QueueIntervals = z.infer<typeof QUEUE_INTERVALS>;
+
 /** A queue's row of `GET /supervision/history`. */
 export const QUEUE_HISTORY_ROW = z.lazy(() =>
   z.object({

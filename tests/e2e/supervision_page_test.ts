@@ -3,28 +3,37 @@
  * Chromium (Debian's `chromium`, driven over the DevTools protocol), signed in through its form.
  *
  * - **The scenario** (`tests/supervision/wallboard_scenario.ts`: 2 queues, 6 agents, 10 callers)
- *   runs on the simulator in virtual time: its steps call the platform port and move the test
- *   clock, which only a server in this process can be told. So the real app of this process
- *   (`createApp` on its services, the same code `main.ts` serves) is served on a loopback port with
- *   `Deno.serve`, and the browser talks HTTP and WebSocket to it as to any server. After each step
- *   the page must show what `GET /svc/api/2.0/supervision/queues`, `…/queues/{id}/calls` and
- *   `…/agents` answer (tiles, calls waiting, agents' rows), the DOM polled until then (bounded by
- *   {@link STEP_WITHIN_MS}; the slowest step is printed, the benchmark holds the 1 s). After each step the server's clock moves on by the CTI feed's refresh interval
- *   (200 ms), and, when the page does not show the step by 300 ms, up to the feed's every-second
- *   refresh (what no event tells: a pause during a call or a wrap-up); the table's figures are
- *   checked again, so that the time passed changed nothing of the scenario. The answers' `Date` is
- *   the virtual clock, as a server's own clock, which the page counts durations on. At each step
- *   nothing may be cut off at 1366×768; at the end the page is opened again and its screenshots at
- *   1366×768 and 1920×1080 written (to `docs/images/`, which the README shows, with
- *   `SVC_UPDATE_SCREENSHOTS=1`), once the layout is
- *   checked to fit either screen.
+ *   runs on the simulator in virtual time, after a morning of calls
+ *   (`tests/supervision/wallboard_morning.ts`, 08:00 to 11:40, so that the day's curves show a
+ *   day; the table's figures are compared from its end): its steps call the platform port and move
+ *   the test clock, which only a server in this process can be told. So the real app of this
+ *   process (`createApp` on its services, the same code `main.ts` serves) is served on a loopback
+ *   port with `Deno.serve`, and the browser talks HTTP and WebSocket to it as to any server. First
+ *   the page signed out: its form alone, no "Sign out", no single sign-on line (none is set up);
+ *   its screenshots. After each step the page must show what
+ *   `GET /svc/api/2.0/supervision/queues`, `…/queues/{id}/calls` and `…/agents` answer (tiles,
+ *   calls waiting, agents' rows), the DOM polled until then (bounded by {@link STEP_WITHIN_MS}; the
+ *   slowest step is printed, the benchmark holds the 1 s). After each step the server's clock
+ *   moves on by the CTI feed's refresh interval (200 ms), and, when the page does not show the
+ *   step by 300 ms, up to the feed's every-second refresh (what no event tells: a pause during a
+ *   call or a wrap-up); the table's figures are checked again, so that the time passed changed
+ *   nothing of the scenario. The answers' `Date` is the virtual clock, as a server's own clock,
+ *   which the page counts durations on. At each step nothing may be cut off at 1366×768; at the
+ *   end the page is opened again: its time is the server's, each queue's curve draws what
+ *   `…/queues/{id}/intervals` answers, nothing is cut off or scrolls at 1366×768 and 1920×1080, and
+ *   its screenshots are written (to `docs/images/`, which the README shows, with
+ *   `SVC_UPDATE_SCREENSHOTS=1`). Then the TV view, opened from its address (`?view=tv`): at
+ *   1366×768, 1920×1080 and 3840×2160 the tiles fill the screen, nothing scrolls, the type grows
+ *   with the screen; its screenshots; its button and the address; full screen refused without a
+ *   person's gesture (the TV view stays, the page says why) and granted with one.
  * - **The rest against the real server process** (`main.ts`, the demo data set), reached through
  *   a TCP relay of the test's own so that the page's origin outlives the process: a plain CTI user
  *   (bob) is refused with a message saying why, the supervisor (alice) signs in; the buttons pause
  *   (with a reason), unpause, change the queues of and log out an agent, each checked through the
  *   REST routes; the thresholds are kept in `localStorage` across a reload and change a figure's
  *   colour; the page reconnects by itself when its socket closes, and when the server process is
- *   killed and started again on the same store.
+ *   killed and started again on the same store. With CAS set up (another server process), the
+ *   signed-out page shows the single sign-on line with CAS's button, not Kerberos's.
  *
  * Every request the page makes stays on svc's origin (no CDN), and it throws no exception and
  * breaks no Content Security Policy rule.
@@ -37,6 +46,7 @@ import { callNumber, REFRESH_INTERVAL_MS, SETTLE_MS } from "../../lib/cti/superv
 import { createLogger } from "../../lib/log.ts";
 import { createServices } from "../../lib/services.ts";
 import type { AgentFigures, QueueFigures } from "../../lib/supervision/mod.ts";
+import type { QueueIntervals } from "../../lib/supervision/schemas.ts";
 import { createApp } from "../../routes/mod.ts";
 import { STATE_LABELS } from "../../web/supervision/model.js";
 import { bearer, confd, login, type TestContext, webServiceUser } from "../helpers.ts";
@@ -50,6 +60,7 @@ import {
   WALLBOARD_SETTINGS,
   wallboardWorld,
 } from "../supervision/wallboard_scenario.ts";
+import { playMorning, sinceMorning } from "../supervision/wallboard_morning.ts";
 import { CHROMIUM_WHY, type DevTools, withChromium } from "./chromium.ts";
 import { type RunningServer, startServer, withTempDir } from "./server.ts";
 import { call, expectStatus, login as loginTo, sleep, V2 } from "./svc_http.ts";
@@ -75,6 +86,9 @@ const STEP_WITHIN_MS = 10_000;
 const FIRST_LOOK_MS = 300;
 /** How long the page may take to follow the real server (a deadline for failing, not a measure). */
 const PATIENCE_MS = 15_000;
+
+/** A laptop and a wall TV. */
+const SCREENS = [[1366, 768], [1920, 1080]] as const;
 
 // --- the page in Chromium --------------------------------------------------------------------
 
@@ -173,6 +187,115 @@ const READ_BOARD = `(() => {
   };
 })()`;
 
+/** A queue's curve as drawn: its first interval, and each interval's `[start, waitingMax, level]`. */
+interface DrawnCurve {
+  from: string;
+  intervals: [string, number, number | null][];
+  height: number;
+  width: number;
+}
+
+/** An interval of `GET …/intervals` as the curve draws it. */
+const drawnPoint = (each: QueueIntervals["intervals"][number]) => [
+  each.start,
+  each.waitingMax,
+  each.serviceLevelPercent,
+];
+
+const READ_CURVES =
+  `Object.fromEntries([...document.querySelectorAll("#tiles .tile")].map((tile) => {
+  const chart = tile.querySelector(".curve-chart");
+  if (!chart) return [tile.dataset.queueId, null];
+  const box = chart.getBoundingClientRect();
+  return [tile.dataset.queueId, {
+    from: chart.dataset.from,
+    intervals: [...chart.querySelectorAll("g.interval")].map((g) => [
+      g.dataset.start,
+      Number(g.dataset.waiting),
+      g.dataset.serviceLevel === "" ? null : Number(g.dataset.serviceLevel),
+    ]),
+    height: box.height,
+    width: box.width,
+  }];
+}))`;
+
+/** The TV view's layout, read from the page. */
+interface TvLayout {
+  view: string;
+  /** The share of the screen's height and width the tiles take, together. */
+  height: number;
+  width: number;
+  /** The first tile's height (px), its number of calls waiting's type and its curve's (px). */
+  tileHeight: number;
+  figureFont: number;
+  axisFont: number;
+  /** Whether the agents' table shows, and the page scrolls. */
+  agentsShown: boolean;
+  scrolls: boolean;
+}
+
+const READ_TV_LAYOUT = `(() => {
+  const boxes = [...document.querySelectorAll("#tiles .tile")].map((t) => t.getBoundingClientRect());
+  const span = (low, high) => Math.max(...boxes.map(high)) - Math.min(...boxes.map(low));
+  const figure = document.querySelector('#tiles [data-figure="waiting"] dd');
+  const axis = document.querySelector("#tiles .curve-chart text");
+  return {
+    view: document.body.dataset.view,
+    height: span((b) => b.top, (b) => b.bottom) / innerHeight,
+    width: span((b) => b.left, (b) => b.right) / innerWidth,
+    tileHeight: boxes[0].height,
+    figureFont: parseFloat(getComputedStyle(figure).fontSize),
+    axisFont: axis ? parseFloat(getComputedStyle(axis).fontSize) : 0,
+    agentsShown: document.querySelector("section.agents").checkVisibility(),
+    scrolls: document.documentElement.scrollHeight > innerHeight ||
+      document.documentElement.scrollWidth > innerWidth,
+  };
+})()`;
+
+/** What the signed-out page shows, read from its DOM (what a person sees: laid out, not hidden). */
+const READ_SIGNED_OUT = `({
+  text: document.body.innerText,
+  form: document.getElementById("sign-in-form").checkVisibility(),
+  signOut: document.getElementById("sign-out").checkVisibility(),
+  actions: document.getElementById("bar-actions").checkVisibility(),
+  sso: document.getElementById("sso").checkVisibility(),
+  cas: document.getElementById("sso-cas").checkVisibility(),
+  kerberos: document.getElementById("sso-kerberos").checkVisibility(),
+})`;
+
+/**
+ * The page signed out shows its form, no "Sign out" (nor the board's other buttons), and the
+ * single sign-on part only with the buttons of what is set up.
+ */
+async function assertSignedOut(page: Page, sso: { cas: boolean; kerberos: boolean }) {
+  await page.until("the sign-in form", `!document.getElementById("sign-in").hidden`);
+  const shown = await page.evaluate<Record<string, string | boolean>>(READ_SIGNED_OUT);
+  const any = sso.cas || sso.kerberos;
+  assert.deepEqual(
+    {
+      form: shown.form,
+      signOut: shown.signOut,
+      actions: shown.actions,
+      sso: shown.sso,
+      cas: shown.cas,
+      kerberos: shown.kerberos,
+      ssoLine: String(shown.text).includes("Or with single sign-on:"),
+      signOutText: String(shown.text).includes("Sign out"),
+    },
+    {
+      form: true,
+      signOut: false,
+      actions: false,
+      sso: any,
+      cas: sso.cas,
+      kerberos: sso.kerberos,
+      ssoLine: any,
+      signOutText: false,
+    },
+    String(shown.text),
+  );
+}
+
 /** One tab, driven over the DevTools protocol. */
 class Page {
   /** Every URL the page requested. */
@@ -197,6 +320,8 @@ class Page {
       await devtools.send(`${domain}.enable`, {}, sessionId);
     }
     await devtools.send("Page.addScriptToEvaluateOnNewDocument", { source: RECORDER }, sessionId);
+    // the clock shows the server's time in UTC, the queues' time zone: screenshots alike anywhere
+    await devtools.send("Emulation.setTimezoneOverride", { timezoneId: "UTC" }, sessionId);
     await page.resize(width, height);
     return page;
   }
@@ -301,6 +426,50 @@ class Page {
       if (table.right > column.right + 0.5) out.push("the agents' table past its column");
       return out;
     })()`);
+  }
+
+  /** What the TV view looks like: how much of the screen the tiles fill, and their type. */
+  tvLayout(): Promise<TvLayout> {
+    return this.evaluate<TvLayout>(READ_TV_LAYOUT);
+  }
+
+  /** Each queue's curve as the page draws it, by queue id. */
+  curves(): Promise<Record<string, DrawnCurve | null>> {
+    return this.evaluate(READ_CURVES);
+  }
+
+  /**
+   * Waits until each queue's curve shows the intervals `GET …/queues/{id}/intervals` answers:
+   * every one from the first it draws on, and none with a call left out before it.
+   */
+  async curvesShow(get: <T>(path: string) => Promise<T>): Promise<Record<string, DrawnCurve>> {
+    const end = performance.now() + PATIENCE_MS;
+    for (;;) {
+      const drawn = await this.curves();
+      const want: Record<string, unknown> = {};
+      const shown: Record<string, unknown> = {};
+      for (const [id, curve] of Object.entries(drawn)) {
+        const { intervals } = await get<QueueIntervals>(`/supervision/queues/${id}/intervals`);
+        const from = curve?.from ?? "";
+        want[id] = intervals.filter((each) => each.start >= from).map(drawnPoint);
+        shown[id] = curve?.intervals ?? null;
+        const before = intervals.filter((each) => each.start < from);
+        assert.ok(before.every((each) => each.entered + each.waitingMax === 0), `queue ${id}`);
+      }
+      if (JSON.stringify(shown) === JSON.stringify(want)) {
+        return drawn as Record<string, DrawnCurve>;
+      }
+      if (performance.now() > end) {
+        assert.deepEqual(shown, want, `the curves not shown\n${this.problems()}`);
+      }
+      await sleep(50);
+    }
+  }
+
+  /** Runs `expression` as a person's gesture would (what full screen asks for). */
+  async gesture(expression: string): Promise<void> {
+    const answer = await this.send("Runtime.evaluate", { expression, userGesture: true });
+    if (answer.exceptionDetails) throw new Error(JSON.stringify(answer.exceptionDetails));
   }
 
   /** Clicks the element `selector` names (a button: its dialog opens, its form is sent…). */
@@ -451,14 +620,20 @@ function assertClean(page: Page, origin: string) {
 // --- the scenario, on the app served from this process -----------------------------------------
 
 /**
- * The real app on a fresh `:memory:` store, as `tests/helpers.ts`'s `setup` builds it, but with
- * the virtual clock starting a minute behind the real one: the page counts durations on the
- * server's clock (the browser's, corrected by the `Date` of the server's answers when they differ
- * by more than 2 s), which then stays well apart from the browser's while the scenario moves it
- * on (about 20 s).
+ * When the scenario's day begins: a Monday, 08:00 UTC. Its morning (`wallboard_morning.ts`) runs
+ * to {@link SCENARIO_AT}, when the scenario starts.
  */
-async function appNearNow(env: Record<string, string>): Promise<TestContext> {
-  const clock = new ManualClock(Date.now() - 60_000);
+const MORNING_AT = Date.UTC(2026, 2, 2, 8);
+const SCENARIO_AT = Date.UTC(2026, 2, 2, 11, 40);
+
+/**
+ * The real app on a fresh `:memory:` store, as `tests/helpers.ts`'s `setup` builds it, but with
+ * the virtual clock at `startMs`, far from the real one: the page counts durations on the
+ * server's clock (the browser's, corrected by the `Date` of the server's answers when they differ
+ * by more than 2 s).
+ */
+async function appAt(startMs: number, env: Record<string, string>): Promise<TestContext> {
+  const clock = new ManualClock(startMs);
   const logs: string[] = [];
   const config = loadConfig({ SVC_KV: ":memory:", ...env });
   const services = await createServices(config, {
@@ -474,7 +649,7 @@ Deno.test({
   ignore: noChromium,
   async fn() {
     await ensureDebianPackages(["chromium"], CHROMIUM_WHY);
-    const ctx = await appNearNow(WALLBOARD_SETTINGS);
+    const ctx = await appAt(MORNING_AT, WALLBOARD_SETTINGS);
     // the answers' Date is the server's clock, virtual here: the page counts durations on it
     const server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen() {} },
@@ -489,6 +664,8 @@ Deno.test({
     const origin = `http://127.0.0.1:${server.addr.port}`;
     try {
       const w = await wallboardWorld(ctx);
+      // a morning of calls first: the day's curves show it; the table counts from its end
+      await playMorning(ctx, w, SCENARIO_AT);
       const api = await confd(ctx);
       await api.create("/users", {
         firstname: "Sam",
@@ -498,6 +675,7 @@ Deno.test({
         supervision_enabled: true,
       });
       const reader = await supervisionReader(ctx, w);
+      const morning = await reader.figures();
       const reading = await webServiceUser(ctx, ["svc.rest.supervision.#"]);
       const token = await login(ctx, "webservice", reading.login);
       const get = async <T>(path: string): Promise<T> => {
@@ -517,6 +695,15 @@ Deno.test({
       await withChromium(async (devtools) => {
         const page = await Page.open(devtools, 1366, 768);
         await page.goto(`${origin}/supervision`);
+        // signed out, no single sign-on set up: the form alone
+        await Deno.mkdir(IMAGES, { recursive: true });
+        for (const [width, height] of SCREENS) {
+          await page.resize(width, height);
+          await assertSignedOut(page, { cas: false, kerberos: false });
+          assert.deepEqual(await page.cutOff(), [], `signed out, cut off at ${width}×${height}`);
+          await page.screenshot(new URL(`supervision-signed-out-${width}x${height}.png`, IMAGES));
+        }
+        await page.resize(1366, 768);
         await page.signIn("sam", "sam-pw");
         await page.shows("the board before the scenario", expected);
 
@@ -535,7 +722,11 @@ Deno.test({
               await ctx.clock.advance(SETTLE_MS - REFRESH_INTERVAL_MS);
             }
             // the time passed changed nothing the table says
-            assert.deepEqual(figureLines(await reader.figures()), normalized(step.figures), what);
+            assert.deepEqual(
+              figureLines(sinceMorning(await reader.figures(), morning)),
+              normalized(step.figures),
+              what,
+            );
             await page.shows(what, expected, STEP_WITHIN_MS, start);
             slowest = Math.max(slowest, performance.now() - start);
             assert.deepEqual(await page.cutOff(), [], `cut off at 1366×768 after ${what}`);
@@ -548,13 +739,95 @@ Deno.test({
         // than the browser's), as a page opened now would
         await page.reload();
         await page.shows("the board opened again", expected);
-        await Deno.mkdir(IMAGES, { recursive: true });
-        for (const [width, height] of [[1366, 768], [1920, 1080]] as const) {
+        // the header's time is the server's at once, not the browser's until the next second
+        const secondsOf = (time: string) =>
+          time.split(":").map(Number).reduce((total, part) => total * 60 + part, 0);
+        const serverTime = new Date(ctx.clock.now()).toISOString().slice(11, 19);
+        const shownTime = await page.text("clock");
+        assert.ok(Math.abs(secondsOf(shownTime) - secondsOf(serverTime)) <= 5, shownTime);
+        for (const [width, height] of SCREENS) {
           await page.resize(width, height);
           assert.deepEqual(await page.cutOff(), [], `cut off at ${width}×${height}`);
+          assert.equal(
+            await page.evaluate(`document.documentElement.scrollHeight <= innerHeight`),
+            true,
+            `the board scrolls at ${width}×${height}`,
+          );
+          // each queue's day, as the REST route answers it, readable
+          const curves = await page.curvesShow(get);
+          for (const [id, curve] of Object.entries(curves)) {
+            assert.ok(
+              curve.height >= 80 && curve.width >= 400,
+              `curve ${id}: ${JSON.stringify(curve)}`,
+            );
+            assert.ok(curve.intervals.some(([, waiting]) => waiting > 0), `queue ${id}'s calls`);
+          }
           const png = await page.screenshot(new URL(`supervision-${width}x${height}.png`, IMAGES));
           assert.deepEqual([...png.slice(1, 4)], [0x50, 0x4e, 0x47]); // "PNG"
         }
+
+        // --- the TV view, straight from its address: the queues alone, filling the screen
+        await page.goto(`${origin}/supervision?view=tv`);
+        await page.shows("the board in the TV view", expected);
+        const layouts: TvLayout[] = [];
+        for (const [width, height] of [...SCREENS, [3840, 2160] as const]) {
+          await page.resize(width, height);
+          await page.curvesShow(get);
+          const layout = await page.tvLayout();
+          const at = `the TV view at ${width}×${height}: ${JSON.stringify(layout)}`;
+          assert.equal(layout.view, "tv", at);
+          assert.equal(layout.agentsShown, false, at);
+          assert.equal(layout.scrolls, false, at);
+          assert.ok(layout.height > 0.85 && layout.width > 0.95, at);
+          layouts.push(layout);
+          if (width < 3840) {
+            await page.screenshot(new URL(`supervision-tv-${width}x${height}.png`, IMAGES));
+          }
+        }
+        const [laptop, tv, uhd] = layouts as [TvLayout, TvLayout, TvLayout];
+        console.log(
+          `the TV view's calls waiting: ${layouts.map((each) => Math.round(each.figureFont))} px ` +
+            `at 1366×768, 1920×1080, 3840×2160; its curve's text ` +
+            `${layouts.map((each) => Math.round(each.axisFont))} px`,
+        );
+        // the type grows with the screen: across a room on a TV
+        assert.ok(tv.figureFont > laptop.figureFont * 1.3, JSON.stringify(layouts));
+        assert.ok(uhd.figureFont > tv.figureFont * 1.8, JSON.stringify(layouts));
+        assert.ok(tv.figureFont >= 60 && tv.axisFont >= 16, JSON.stringify(tv));
+        assert.ok(uhd.axisFont > tv.axisFont * 1.8, JSON.stringify(layouts));
+        await page.resize(1920, 1080);
+
+        // its button: back to the desk view and again, the address following
+        const view = `[document.body.dataset.view, location.search]`;
+        await page.click("#view-button");
+        assert.deepEqual(await page.evaluate(view), ["desk", ""]);
+        assert.equal(
+          await page.evaluate(`document.querySelector("section.agents").checkVisibility()`),
+          true,
+        );
+        await page.click("#view-button");
+        assert.deepEqual(await page.evaluate(view), ["tv", "?view=tv"]);
+        await page.reload();
+        assert.deepEqual(await page.evaluate(view), ["tv", "?view=tv"], "kept across a reload");
+
+        // full screen: refused without a person's gesture, the TV view stays and says why
+        await page.click("#view-button");
+        await page.click("#fullscreen-button");
+        await page.until("full screen refused", `document.body.dataset.fullscreen === "refused"`);
+        assert.deepEqual(await page.evaluate(view), ["tv", "?view=tv"]);
+        assert.match(await page.text("notice"), /full-screen key \(F11\)/);
+        // with one (a click the browser takes for a person's): full screen, and out of it
+        await page.gesture(`document.getElementById("fullscreen-button").click()`);
+        const button = `document.getElementById("fullscreen-button").textContent`;
+        await page.until(
+          "full screen",
+          `document.fullscreenElement === document.documentElement && ${button} === "Leave full screen"`,
+        );
+        await page.click("#fullscreen-button");
+        await page.until(
+          "out of full screen",
+          `document.fullscreenElement === null && ${button} === "Full screen"`,
+        );
         assertClean(page, origin);
       });
     } finally {
@@ -683,7 +956,7 @@ Deno.test({
               JSON.stringify({ cas: null, kerberos: false }),
               "no single sign-on set up",
             );
-            assert.equal(await page.evaluate(`document.getElementById("sso").hidden`), true);
+            await assertSignedOut(page, { cas: false, kerberos: false });
             await page.signIn("alice", "not-her-password");
             await page.until(
               "a wrong password refused",
@@ -704,6 +977,7 @@ Deno.test({
             );
             assert.equal(await page.evaluate(`document.getElementById("board").hidden`), true);
             assert.equal(await page.evaluate(`sessionStorage.length`), 0, "no token kept");
+            await assertSignedOut(page, { cas: false, kerberos: false });
 
             await page.signIn("alice", "alice-demo");
             await page.shows("alice's board", expected);
@@ -854,6 +1128,30 @@ Deno.test({
         assert.equal(missing.body.error, "NotFound");
         const post = await call(server, "POST", "/supervision");
         assert.equal(post.status, 405);
+      } finally {
+        await server.stop();
+      }
+    });
+  },
+});
+
+Deno.test({
+  name: "the wallboard signed out, single sign-on set up: its part shows, with what is set up",
+  ignore: noChromium,
+  async fn() {
+    await ensureDebianPackages(["chromium"], CHROMIUM_WHY);
+    await withTempDir(async (dir) => {
+      const server = await startServer({
+        SVC_KV: `${dir}/svc.kv`,
+        SVC_CAS_URL: "https://cas.example.com/cas",
+      });
+      try {
+        await withChromium(async (devtools) => {
+          const page = await Page.open(devtools, 1366, 768);
+          await page.goto(`${server.baseUrl}/supervision`);
+          await assertSignedOut(page, { cas: true, kerberos: false });
+          assertClean(page, server.baseUrl);
+        });
       } finally {
         await server.stop();
       }

@@ -11,6 +11,8 @@ import {
   dayOf,
   daysSpanned,
   dayStart,
+  intervalOf,
+  intervalStarts,
   isDay,
   splitByDay,
 } from "../../lib/supervision/days.ts";
@@ -44,6 +46,31 @@ Deno.test("days: the day of an instant, its start, a stretch cut at each midnigh
   for (const text of ["2026-02-30", "2025-02-29", "2026-1-1", "20260101", "2026-01-01T00:00", ""]) {
     assert.equal(isDay(text), false, text);
   }
+});
+
+Deno.test("a day's intervals of 15 minutes, counted from its first instant", () => {
+  assert.deepEqual(intervalOf(Date.UTC(2026, 0, 1, 8, 20), "UTC"), { day: "2026-01-01", slot: 33 });
+  assert.deepEqual(intervalOf(Date.UTC(2026, 0, 1, 23, 59, 59), "UTC"), {
+    day: "2026-01-01",
+    slot: 95,
+  });
+  // 00:10 in Paris is 23:10 UTC the day before
+  assert.deepEqual(intervalOf(Date.UTC(2025, 11, 31, 23, 10), "Europe/Paris"), {
+    day: "2026-01-01",
+    slot: 0,
+  });
+  const never = Number.MAX_SAFE_INTEGER;
+  assert.equal(intervalStarts("2026-01-01", "UTC", never).length, 96);
+  // summer time starts on 29 March 2026 in Paris (23 hours), ends on 25 October (25 hours)
+  assert.equal(intervalStarts("2026-03-29", "Europe/Paris", never).length, 92);
+  const autumn = intervalStarts("2026-10-25", "Europe/Paris", never);
+  assert.equal(autumn.length, 100);
+  assert.deepEqual(intervalOf(autumn[99]!, "Europe/Paris"), { day: "2026-10-25", slot: 99 });
+  assert.deepEqual(intervalStarts("2026-01-01", "UTC", Date.UTC(2026, 0, 1, 0, 15)), [
+    Date.UTC(2026, 0, 1),
+    Date.UTC(2026, 0, 1, 0, 15),
+  ]);
+  assert.deepEqual(intervalStarts("2026-01-02", "UTC", Date.UTC(2026, 0, 1, 23, 59)), []);
 });
 
 Deno.test("settings: defaults, overrides by queue name, refusals naming the setting", () => {

@@ -162,6 +162,11 @@ Deno.test("every supervision route refuses a token without its ACL, takes one wi
   const routes: [string, string, string, unknown?][] = [
     ["GET", "/supervision/queues", "svc.rest.supervision.queues.read"],
     ["GET", `/supervision/queues/${q}/calls`, `svc.rest.supervision.queues.${q}.calls.read`],
+    [
+      "GET",
+      `/supervision/queues/${q}/intervals`,
+      `svc.rest.supervision.queues.${q}.intervals.read`,
+    ],
     ["GET", "/supervision/agents", "svc.rest.supervision.agents.read"],
     ["GET", "/supervision/history?from=2026-01-01", "svc.rest.supervision.history.read"],
     ["POST", `/supervision/agents/${a}/pause`, `svc.rest.supervision.agents.${a}.pause.create`],

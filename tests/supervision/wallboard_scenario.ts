@@ -43,6 +43,7 @@ import { type AgentRecord, getAgent } from "../../lib/store/agents.ts";
 import { getQueue, type QueueRecord } from "../../lib/store/queues.ts";
 import type { UserRecord } from "../../lib/store/users.ts";
 import type { AgentFigures, QueueFigures } from "../../lib/supervision/mod.ts";
+import type { QueueIntervals } from "../../lib/supervision/schemas.ts";
 import type { PlatformEvent } from "../../lib/platform/port.ts";
 import { phoneUser } from "../lib/platform/fixtures.ts";
 import { bearer, confd, login, setup, type TestContext, webServiceUser } from "../helpers.ts";
@@ -592,6 +593,11 @@ export function figureLines(figures: WallboardFigures): string[] {
 export interface SupervisionReader {
   /** What the routes answer now, as the table writes it. */
   figures(): Promise<WallboardFigures>;
+  /**
+   * Asserts that each queue's day in intervals (`…/queues/{id}/intervals`) adds up to its counts
+   * of the day, and that the calls waiting now show in the interval now in.
+   */
+  curvesAddUp(): Promise<void>;
 }
 
 /** Reads the figures through `app.request()` with a web service user holding the supervision ACLs. */
@@ -640,6 +646,29 @@ export async function supervisionReader(
         };
       }
       return figures;
+    },
+    async curvesAddUp() {
+      for (const queue of await get<QueueFigures[]>("/supervision/queues")) {
+        const curve = await get<QueueIntervals>(`/supervision/queues/${queue.id}/intervals`);
+        const sum = (field: "entered" | "answered" | "answeredWithinServiceLevel" | "abandoned") =>
+          curve.intervals.reduce((total, each) => total + each[field], 0);
+        assert.deepEqual(
+          [sum("entered"), sum("answered"), sum("answeredWithinServiceLevel"), sum("abandoned")],
+          [
+            queue.today.entered,
+            queue.today.answered,
+            queue.today.answeredWithinServiceLevel,
+            queue.today.abandoned,
+          ],
+          `the intervals of ${queue.name} add up to its day`,
+        );
+        assert.ok(
+          curve.intervals.at(-1)!.waitingMax >= queue.waitingCalls,
+          `${queue.name}: ${queue.waitingCalls} waiting now, ${
+            JSON.stringify(curve.intervals.at(-1))
+          }`,
+        );
+      }
     },
   };
 }
@@ -749,6 +778,7 @@ export async function wallboardOnSimulator(): Promise<string[][]> {
           normalized(step.figures),
           `after step ${index + 1}: ${step.name}`,
         );
+        await reader.curvesAddUp();
       },
     });
     return steps;

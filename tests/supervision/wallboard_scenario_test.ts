@@ -2,8 +2,9 @@
  * The wallboard scenario (`wallboard_scenario.ts`, issue 26's "done when") through the real app:
  * on the simulator in virtual time, and on the Asterisk adapter against the replay of the session
  * recorded on a real Asterisk (`tests/e2e/asterisk_live_wallboard_test.ts` records it). After each
- * step the supervision routes must answer the table's figures; both platforms must also give the
- * same agent and queue events, step by step.
+ * step the supervision routes must answer the table's figures, and each queue's day in intervals
+ * (the day's curve) must add up to its day; both platforms must also give the same agent and queue
+ * events, step by step.
  */
 import assert from "node:assert/strict";
 import type { AsteriskPlatform } from "../../lib/platform/asterisk/mod.ts";
@@ -93,6 +94,7 @@ Deno.test(
           const what = `step ${index + 1}: ${step.name}`;
           assert.deepEqual(eventLines(w, events.splice(0)), simulated[index], `events of ${what}`);
           assert.deepEqual(figureLines(await reader.figures()), normalized(step.figures), what);
+          await reader.curvesAddUp();
         },
       });
       assert.equal(await replay.waiting(), "end", "the whole recording was played");

@@ -2,8 +2,8 @@
  * The wallboard's model (`web/supervision/model.js`, docs/supervision.md "The page"), its
  * functions run as the page runs them: the board built from the CTI channel's messages, the
  * thresholds and their levels, a queue's tile, an agent's row, the membership commands, the
- * durations, the reconnection's backoff, the token's renewal, the clock offset and the CAS
- * addresses. The last test feeds the board what the server's supervision feed really sends
+ * durations, the reconnection's backoff, the token's renewal, the clock offset, the CAS
+ * addresses and what a queue's curve draws. The last test feeds the board what the server's supervision feed really sends
  * (`lib/cti/supervision.ts`, on the simulator) and checks that the tiles and rows say what
  * `GET /supervision/queues` and `/agents` answer.
  */
@@ -17,10 +17,13 @@ import {
   casReturn,
   clockOffset,
   createBoard,
+  curvePlan,
+  curveWindow,
   DEFAULT_THRESHOLDS,
   duration,
   level,
   membershipCommands,
+  niceCeiling,
   queueTile,
   readThresholds,
   renewalAt,
@@ -595,4 +598,113 @@ Deno.test("what the server's supervision feed sends builds the figures the REST 
     await t.sim.close();
     ctx.services.store.close();
   }
+});
+
+/** A day's intervals from midnight UTC: `[entered, waitingMax, serviceLevel]` per interval. */
+function day(...counts: [number, number, number | null][]) {
+  return counts.map(([entered, waitingMax, serviceLevelPercent], slot) => {
+    const start = Date.UTC(2026, 0, 1) + slot * 15 * 60_000;
+    return {
+      start: iso(start),
+      time: iso(start).slice(11, 16),
+      entered,
+      answered: entered,
+      answeredWithinServiceLevel: 0,
+      abandoned: 0,
+      timeout: 0,
+      waitingMax,
+      serviceLevelPercent,
+    };
+  });
+}
+
+const quiet = (n: number) => Array.from({ length: n }, () => [0, 0, null] as [0, 0, null]);
+
+Deno.test("the day's curve: the hours it shows, its scales, its bars, its lines", async (t) => {
+  await t.step("from the hour of the first call to the end of this one, 4 hours at least", () => {
+    // 09:30 now, first call at 08:20: 08:00 to 10:00, widened to 06:00 to 10:00
+    assert.deepEqual(curveWindow(day(...quiet(33), [1, 1, 100], ...quiet(5))), {
+      from: 24,
+      to: 40,
+    });
+    // 15:10 now, first call at 08:20: 08:00 to 16:00
+    assert.deepEqual(curveWindow(day(...quiet(33), [1, 1, 100], ...quiet(27))), {
+      from: 32,
+      to: 64,
+    });
+    // 00:20 now, nothing yet: midnight to 04:00, hours to come
+    assert.deepEqual(curveWindow(day(...quiet(2))), { from: 0, to: 16 });
+    // a whole day past, its first call at 07:00
+    assert.deepEqual(curveWindow(day(...quiet(28), [1, 1, 0], ...quiet(67))), { from: 28, to: 96 });
+  });
+
+  await t.step("the scale of calls waiting: 2, 4, 6, 8, 10, 20…", () => {
+    assert.deepEqual([0, 1, 2, 3, 5, 9, 10, 11, 45, 101].map(niceCeiling), [
+      2,
+      2,
+      2,
+      4,
+      6,
+      10,
+      10,
+      20,
+      60,
+      200,
+    ]);
+  });
+
+  await t.step("a bar per interval, the service level's line broken where no call entered", () => {
+    const intervals = day(...quiet(32), [2, 3, 50], [1, 1, 100], [0, 2, null], [4, 4, 75]);
+    const plan = curvePlan(intervals, { width: 520, height: 140, font: 10, warn: 80 });
+    const { plot } = plan;
+    assert.deepEqual(plot, { left: 24, top: 7, width: 462, height: 116, bottom: 123 });
+    assert.equal(plan.from, intervals[20]!.start, "05:00 to 09:00");
+    assert.equal(plan.bars.length, 16);
+    assert.deepEqual(
+      plan.bars.slice(12).map((bar) => [bar.start.slice(11, 16), bar.waiting, bar.serviceLevel]),
+      [["08:00", 3, 50], ["08:15", 1, 100], ["08:30", 2, null], ["08:45", 4, 75]],
+    );
+    const slot = plot.width / 16;
+    const last = plan.bars.at(-1)!;
+    assert.equal(last.x, plot.left + 15.15 * slot);
+    assert.equal(last.height, plot.height, "4 of a scale of 4");
+    assert.equal(last.y, plot.top);
+    assert.equal(plan.bars[12]!.height, plot.height * 3 / 4);
+    assert.equal(plan.bars[0]!.height, 0);
+    assert.deepEqual(plan.lines.map((line) => line.length), [2, 1]);
+    assert.deepEqual(plan.lines[0]![0], {
+      x: plot.left + 12.5 * slot,
+      y: plot.top + plot.height / 2,
+    });
+    assert.deepEqual(plan.waitingTicks.map((tick) => [tick.value, tick.y]), [
+      [0, 123],
+      [2, 65],
+      [4, 7],
+    ]);
+    assert.deepEqual(plan.levelTicks.map((tick) => tick.value), [0, 50, 100]);
+    assert.ok(Math.abs(plan.warn.y - (plot.top + plot.height * 0.2)) < 1e-9, "the amber 80 %");
+    // an hour mark every hour (28.9 px apart, room for 4 characters of 10 px)
+    assert.deepEqual(plan.hours.map((hour) => hour.label), [
+      "05:00",
+      "06:00",
+      "07:00",
+      "08:00",
+      "09:00",
+    ]);
+    assert.equal(plan.empty, false);
+  });
+
+  await t.step("narrow: an hour mark every 2 hours; hours to come named; an empty day said", () => {
+    const plan = curvePlan(day(...quiet(2)), { width: 200, height: 80, font: 12, warn: 80 });
+    assert.deepEqual(plan.hours.map((hour) => hour.label), ["00:00", "02:00", "04:00"]);
+    assert.equal(plan.empty, true);
+    assert.equal(plan.bars.length, 2, "the hours to come have no bar");
+  });
+
+  await t.step("the TV view's address comes back from CAS with it", () => {
+    assert.equal(
+      casReturn("https://svc.example.com/supervision?view=tv&ticket=ST-1").service,
+      "https://svc.example.com/supervision?view=tv",
+    );
+  });
 });

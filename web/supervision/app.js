@@ -1,6 +1,7 @@
 // The supervisor's wallboard (docs/supervision.md, "The page"): signs in through the 2.0 API,
 // then follows the queues and the agents over the CTI WebSocket (no polling), reconnecting by
-// itself and renewing its token. The board's logic is in model.js.
+// itself and renewing its token; each queue's day, its curve, comes from the REST API. The
+// board's logic is in model.js.
 import {
   agentQueues,
   agentRow,
@@ -10,6 +11,7 @@ import {
   casReturn,
   clockOffset,
   createBoard,
+  curvePlan,
   DEFAULT_THRESHOLDS,
   duration,
   membershipCommands,
@@ -24,6 +26,11 @@ const THRESHOLDS_KEY = "svc.supervision.thresholds";
 /** A ping this often; a socket silent this long is taken for dead (as xuc's cti.js does). */
 const PING_MS = 5_000;
 const SILENCE_MS = 15_000;
+/** A queue's curve is asked again at most this often, and every minute at least. */
+const CURVE_AGAIN_MS = 5_000;
+const CURVE_EVERY_MS = 60_000;
+/** The TV view's address: `/supervision?view=tv`. */
+const VIEW_PARAMETER = "view";
 /** The commands a plain CTI user is refused: the account is no supervisor's. */
 const SUPERVISOR_COMMANDS = new Set([
   "subscribeToQueueStats",
@@ -79,7 +86,11 @@ async function call(path, init = {}) {
   } catch {
     throw new HttpError(0, "the server cannot be reached");
   }
-  offset = clockOffset(response.headers.get("date"), Date.now());
+  const measured = clockOffset(response.headers.get("date"), Date.now());
+  if (measured !== offset) {
+    offset = measured;
+    showClock(); // the server's time at once, not at the next second
+  }
   const body = await response.json().catch(() => ({}));
   if (!response.ok) {
     const wait = response.headers.get("retry-after");
@@ -175,8 +186,11 @@ class Connection {
         if (this.following.has(id)) continue;
         this.following.add(id);
         this.web("subscribeToQueueCalls", { queueId: id });
+        curveSoon(id);
       }
     }
+    // the day's counts moved: its curve may have
+    if (message.msgType === "QueueStatistics") curveSoon(message.ctiMessage.queueId);
     if (changed) render();
   }
 
@@ -257,6 +271,7 @@ function refused(error) {
 // --- signing in and out --------------------------------------------------------------------
 
 async function start() {
+  setView(new URLSearchParams(location.search).get(VIEW_PARAMETER) === "tv");
   tick();
   setInterval(tick, 1000);
   const { service, ticket } = casReturn(location.href);
@@ -336,7 +351,9 @@ function signOut(message = "") {
     part?.replaceChildren();
   }
   rows.clear();
+  plots.disconnect();
   tiles.clear();
+  forgetCurves();
   showSignIn(message);
 }
 
@@ -356,6 +373,55 @@ byId("sso-cas").addEventListener("click", () => {
   location.assign(casLoginUrl(sso.cas, casReturn(location.href).service));
 });
 byId("sign-out").addEventListener("click", () => signOut());
+
+// --- the TV view and full screen -------------------------------------------------------------
+
+/** Whether the TV view is on: the queues alone, filling the screen (`?view=tv`). */
+const tvView = () => document.body.dataset.view === "tv";
+
+/** Turns the TV view on or off, and the page's address with it (a reload keeps it). */
+function setView(/** @type {boolean} */ tv) {
+  document.body.dataset.view = tv ? "tv" : "desk";
+  const button = byId("view-button");
+  text(button, tv ? "Desk view" : "TV view");
+  data(button, "aria-pressed", String(tv));
+  const url = new URL(location.href);
+  if (tv) url.searchParams.set(VIEW_PARAMETER, "tv");
+  else url.searchParams.delete(VIEW_PARAMETER);
+  if (url.href !== location.href) history.replaceState(null, "", url);
+  render();
+}
+
+/**
+ * Full screen, in the TV view; where the browser does not allow it (no Fullscreen API, a frame,
+ * a refusal), the TV view alone and a word on the browser's own full-screen key.
+ */
+async function toggleFullScreen() {
+  if (document.fullscreenElement) {
+    await document.exitFullscreen().catch(() => {});
+    return;
+  }
+  setView(true);
+  try {
+    if (!document.fullscreenEnabled) throw new Error("not allowed");
+    await document.documentElement.requestFullscreen({ navigationUI: "hide" });
+  } catch {
+    document.body.dataset.fullscreen = "refused";
+    notice("This browser does not allow full screen here: use its own full-screen key (F11).");
+  }
+}
+
+function fullScreenChanged() {
+  const on = document.fullscreenElement !== null;
+  if (on) delete document.body.dataset.fullscreen;
+  const button = byId("fullscreen-button");
+  text(button, on ? "Leave full screen" : "Full screen");
+  data(button, "aria-pressed", String(on));
+}
+
+byId("view-button").addEventListener("click", () => setView(!tvView()));
+byId("fullscreen-button").addEventListener("click", () => toggleFullScreen());
+document.addEventListener("fullscreenchange", fullScreenChanged);
 
 // --- drawing -------------------------------------------------------------------------------
 
@@ -416,11 +482,12 @@ function render() {
   }, 0);
 }
 
+function showClock() {
+  text(byId("clock"), new Date(Date.now() + offset).toLocaleTimeString([], { hour12: false }));
+}
+
 function tick() {
-  text(
-    byId("clock"),
-    new Date(Date.now() + offset).toLocaleTimeString([], { hour12: false }),
-  );
+  showClock();
   if (!byId("board").hidden) draw();
 }
 
@@ -457,14 +524,24 @@ const FIGURES = [
   ["paused", "Paused", (/** @type {any} */ t) => String(t.paused)],
 ];
 
-/** @type {Map<number, { root: HTMLElement, title: HTMLElement, number: HTMLElement, values: Map<string, HTMLElement> }>} */
+/** @type {Map<number, { root: HTMLElement, title: HTMLElement, number: HTMLElement, values: Map<string, HTMLElement>, plot: HTMLElement }>} */
 const tiles = new Map();
+
+/** The TV view's grid for `count` tiles: columns, and as few rows as they need. */
+function tileGrid(/** @type {number} */ count) {
+  const columns = Math.max(1, Math.ceil(Math.sqrt(count)));
+  return { columns, rows: Math.max(1, Math.ceil(count / columns)) };
+}
 
 function drawTiles(/** @type {number} */ now) {
   const container = byId("tiles");
   const queues = [...board.queues.values()].sort((a, b) => a.id - b.id);
+  const grid = tileGrid(queues.length);
+  container.style.setProperty("--columns", String(grid.columns));
+  container.style.setProperty("--rows", String(grid.rows));
   for (const [id, tile] of tiles) {
     if (!board.queues.has(id)) {
+      plots.unobserve(tile.plot);
       tile.root.remove();
       tiles.delete(id);
     }
@@ -483,19 +560,33 @@ function drawTiles(/** @type {number} */ now) {
           el("div", { class: "figure", "data-figure": name }, el("dt", {}, label), value),
         );
       }
+      const plot = el("div", { class: "curve-plot" });
       const root = el(
         "article",
         { class: "tile", "data-queue-id": queue.id, "aria-labelledby": `queue-${queue.id}` },
         el("h3", { id: `queue-${queue.id}` }, title, " ", number),
         list,
+        el(
+          "figure",
+          { class: "curve" },
+          el(
+            "figcaption",
+            { class: "curve-legend" },
+            el("span", { class: "key-waiting" }, "Calls waiting (most per 15 min)"),
+            el("span", { class: "key-level" }, "Service level"),
+          ),
+          plot,
+        ),
       );
-      tile = { root, title, number, values };
+      tile = { root, title, number, values, plot };
       tiles.set(queue.id, tile);
+      plots.observe(plot);
     }
     if (container.children[index] !== tile.root) {
       container.insertBefore(tile.root, container.children[index] ?? null);
     }
     const figures = queueTile(queue, now + offset, thresholds);
+    drawCurve(queue.id, tile.plot);
     text(tile.title, queueName(queue));
     text(tile.number, queue.number);
     data(tile.root, "data-level", figures.level);
@@ -506,6 +597,207 @@ function drawTiles(/** @type {number} */ now) {
       data(/** @type {HTMLElement} */ (value.parentElement), "data-level", levels[name] ?? "ok");
     }
   });
+}
+
+// --- the day's curve, per queue -------------------------------------------------------------
+
+/**
+ * Each queue's day as the REST API last answered it, when it was asked, a timer for the next
+ * time, and what its plot was last drawn with (redrawn only when that changes).
+ *
+ * @type {Map<number, { intervals: import("./model.js").Interval[] | null, version: number,
+ *   askedAt: number, timer?: ReturnType<typeof setTimeout>, drawn: string }>}
+ */
+const curves = new Map();
+/** @type {ReturnType<typeof setInterval> | undefined} */
+let curveClock;
+
+/** Asks for queue `id`'s day soon: now, or once {@link CURVE_AGAIN_MS} passed since the last. */
+function curveSoon(/** @type {number} */ id) {
+  let curve = curves.get(id);
+  if (!curve) curves.set(id, curve = { intervals: null, version: 0, askedAt: 0, drawn: "" });
+  if (curve.timer !== undefined) return;
+  const wait = Math.max(0, curve.askedAt + CURVE_AGAIN_MS - Date.now());
+  curve.timer = setTimeout(() => fetchCurve(id), wait);
+  // the time moves on without a call: every minute, every queue's
+  curveClock ??= setInterval(() => {
+    for (const queueId of board.queues.keys()) curveSoon(queueId);
+  }, CURVE_EVERY_MS);
+}
+
+async function fetchCurve(/** @type {number} */ id) {
+  const curve = curves.get(id);
+  if (!curve || !session) return;
+  curve.askedAt = Date.now();
+  try {
+    const answer = await call(`/supervision/queues/${id}/intervals`, {
+      headers: { Authorization: `Bearer ${session.token}` },
+    });
+    if (curves.get(id) !== curve) return; // signed out meanwhile
+    curve.intervals = answer.intervals;
+    curve.version++;
+    render();
+  } catch {
+    // kept as it was: the next change or minute asks again
+  } finally {
+    curve.timer = undefined;
+  }
+}
+
+function forgetCurves() {
+  for (const curve of curves.values()) clearTimeout(curve.timer);
+  curves.clear();
+  clearInterval(curveClock);
+  curveClock = undefined;
+}
+
+/** A plot is drawn again when its size changes (a resize, the TV view). */
+const plots = new ResizeObserver((entries) => {
+  for (const entry of entries) {
+    const id = Number(entry.target.closest(".tile")?.getAttribute("data-queue-id"));
+    if (board.queues.has(id)) drawCurve(id, /** @type {HTMLElement} */ (entry.target));
+  }
+});
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/**
+ * An SVG element with attributes and children.
+ *
+ * @param {string} tag
+ * @param {Record<string, string | number>} attributes
+ * @param {(Node | string)[]} children
+ */
+function svg(tag, attributes = {}, ...children) {
+  const element = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    element.setAttribute(name, String(value));
+  }
+  element.append(...children);
+  return element;
+}
+
+/** Numbers in an SVG attribute: a tenth of a pixel is enough. */
+const px = (/** @type {number} */ value) => String(Math.round(value * 10) / 10);
+
+/** Draws queue `id`'s day in `plot` (an SVG of its size), when what it shows changed. */
+function drawCurve(/** @type {number} */ id, /** @type {HTMLElement} */ plot) {
+  const curve = curves.get(id);
+  const intervals = curve?.intervals;
+  if (!curve || !intervals) return;
+  const { width, height } = plot.getBoundingClientRect();
+  const font = parseFloat(getComputedStyle(plot).fontSize) || 14;
+  const warn = thresholds.serviceLevel.warn;
+  const key = `${curve.version}|${width}x${height}|${font}|${warn}`;
+  if (curve.drawn === key || width < 10 || height < 10) return;
+  curve.drawn = key;
+  const plan = curvePlan(intervals, { width, height, font, warn });
+  const { plot: box } = plan;
+  const name = board.queues.get(id);
+  const parts = [
+    svg(
+      "title",
+      {},
+      `${name ? queueName(name) : "The queue"} today: the most calls waiting and the service ` +
+        "level, per 15 minutes",
+    ),
+    ...plan.waitingTicks.map((tick) =>
+      svg("line", {
+        class: "grid",
+        x1: px(box.left),
+        x2: px(box.left + box.width),
+        y1: px(tick.y),
+        y2: px(tick.y),
+      })
+    ),
+    ...plan.waitingTicks.map((tick) =>
+      svg("text", {
+        class: "axis axis-waiting",
+        x: px(box.left - font * 0.4),
+        y: px(tick.y),
+        "text-anchor": "end",
+        "dominant-baseline": "middle",
+      }, String(tick.value))
+    ),
+    ...plan.levelTicks.map((tick) =>
+      svg("text", {
+        class: "axis axis-level",
+        x: px(box.left + box.width + font * 0.4),
+        y: px(tick.y),
+        "dominant-baseline": "middle",
+      }, `${tick.value}%`)
+    ),
+    ...plan.hours.map((hour) =>
+      svg("text", {
+        class: "axis",
+        x: px(hour.x),
+        y: px(box.bottom + font * 1.15),
+        "text-anchor": "middle",
+      }, hour.label)
+    ),
+    svg("line", {
+      class: "threshold",
+      x1: px(box.left),
+      x2: px(box.left + box.width),
+      y1: px(plan.warn.y),
+      y2: px(plan.warn.y),
+    }),
+    ...plan.bars.map((bar) =>
+      svg(
+        "g",
+        {
+          class: "interval",
+          "data-start": bar.start,
+          "data-waiting": bar.waiting,
+          "data-service-level": bar.serviceLevel === null ? "" : bar.serviceLevel,
+        },
+        ...(bar.height > 0
+          ? [svg("rect", {
+            class: "waiting-bar",
+            x: px(bar.x),
+            y: px(bar.y),
+            width: px(bar.width),
+            height: px(bar.height),
+          })]
+          : []),
+        ...(bar.level === null ? [] : [svg("circle", {
+          class: "point",
+          cx: px(bar.centre),
+          cy: px(bar.level),
+          r: px(Math.max(2.5, font * 0.28)),
+        })]),
+      )
+    ),
+    ...plan.lines.filter((line) => line.length > 1).map((line) =>
+      svg("polyline", {
+        class: "level-line",
+        points: line.map((point) => `${px(point.x)},${px(point.y)}`).join(" "),
+      })
+    ),
+    ...(plan.empty
+      ? [svg("text", {
+        class: "axis",
+        x: px(box.left + box.width / 2),
+        y: px(box.top + box.height / 2),
+        "text-anchor": "middle",
+        "dominant-baseline": "middle",
+      }, "No call yet today")]
+      : []),
+  ];
+  plot.replaceChildren(
+    svg(
+      "svg",
+      {
+        class: "curve-chart",
+        width: px(width),
+        height: px(height),
+        viewBox: `0 0 ${px(width)} ${px(height)}`,
+        role: "img",
+        "data-from": plan.from ?? "",
+      },
+      ...parts,
+    ),
+  );
 }
 
 /** @type {Map<number, { row: HTMLElement, cells: Record<string, HTMLElement>, pause: HTMLButtonElement, logout: HTMLButtonElement, queues: HTMLButtonElement }>} */

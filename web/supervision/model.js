@@ -374,3 +374,119 @@ export function casReturn(href) {
 /** Where the page sends the browser to sign in with CAS. @param {string} casUrl @param {string} service */
 export const casLoginUrl = (casUrl, service) =>
   `${casUrl.replace(/\/+$/, "")}/login?service=${encodeURIComponent(service)}`;
+
+// --- the day's curve -----------------------------------------------------------------------
+
+/**
+ * @typedef {{ start: string, time: string, entered: number, answered: number,
+ *   answeredWithinServiceLevel: number, abandoned: number, timeout: number, waitingMax: number,
+ *   serviceLevelPercent: number | null }} Interval
+ *   an interval of a queue's day, as `GET /supervision/queues/{id}/intervals` answers it
+ */
+
+/** Intervals an hour holds (of 15 minutes), and the fewest a curve shows (4 hours). */
+const PER_HOUR = 4;
+const FEWEST = 4 * PER_HOUR;
+
+/** @param {Interval} each */
+const active = (each) =>
+  each.entered + each.answered + each.abandoned + each.timeout + each.waitingMax > 0;
+
+/**
+ * The intervals a curve shows, by index (`to` excluded): from the hour of the day's first call to
+ * the end of the hour now is in, at least 4 hours (earlier ones first, else hours to come).
+ *
+ * @param {Interval[]} intervals the day's, from its start to now
+ */
+export function curveWindow(intervals) {
+  const first = intervals.findIndex(active);
+  const start = first < 0 ? Math.max(0, intervals.length - 1) : first;
+  let to = Math.ceil(intervals.length / PER_HOUR) * PER_HOUR;
+  let from = Math.floor(start / PER_HOUR) * PER_HOUR;
+  if (to - from < FEWEST) from = Math.max(0, to - FEWEST);
+  if (to - from < FEWEST) to = from + FEWEST;
+  return { from, to };
+}
+
+/** `HH:MM` `minutes` after `time` (`HH:MM`), round the clock. */
+const later = (/** @type {string} */ time, /** @type {number} */ minutes) => {
+  const [h = 0, m = 0] = time.split(":").map(Number);
+  const total = (((h * 60 + m + minutes) % 1440) + 1440) % 1440;
+  const pad = (/** @type {number} */ n) => String(n).padStart(2, "0");
+  return `${pad(Math.floor(total / 60))}:${pad(total % 60)}`;
+};
+
+/** The smallest of 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200… that is at least `value`. */
+export function niceCeiling(/** @type {number} */ value) {
+  for (let scale = 1;; scale *= 10) {
+    for (const step of [2, 4, 6, 8, 10]) if (step * scale >= value) return step * scale;
+  }
+}
+
+/**
+ * What a queue's curve draws in a box of `width` × `height` px with text of `font` px: a bar per
+ * interval for the most calls waiting (scale on the left), the service level of each interval as
+ * a line (0 to 100 % on the right; broken where no call entered), the amber threshold of the
+ * service level dashed, the hours below.
+ *
+ * @param {Interval[]} intervals the day's, from its start to now
+ * @param {{ width: number, height: number, font: number, warn: number }} box
+ */
+export function curvePlan(intervals, { width, height, font, warn }) {
+  const { from, to } = curveWindow(intervals);
+  const left = font * 2.4;
+  const right = font * 3.4;
+  const top = font * 0.7;
+  const bottom = font * 1.7;
+  const plotWidth = Math.max(1, width - left - right);
+  const plotHeight = Math.max(1, height - top - bottom);
+  const slot = plotWidth / (to - from);
+  const shown = intervals.slice(from, to);
+  const most = niceCeiling(Math.max(1, ...shown.map((each) => each.waitingMax)));
+  const yOf = (/** @type {number} */ share) => top + plotHeight * (1 - share);
+  const bars = shown.map((each, k) => ({
+    start: each.start,
+    waiting: each.waitingMax,
+    serviceLevel: each.serviceLevelPercent,
+    x: left + (k + 0.15) * slot,
+    width: slot * 0.7,
+    y: yOf(each.waitingMax / most),
+    height: plotHeight * (each.waitingMax / most),
+    centre: left + (k + 0.5) * slot,
+    level: each.serviceLevelPercent === null ? null : yOf(each.serviceLevelPercent / 100),
+  }));
+  /** @type {{ x: number, y: number }[][]} runs of intervals with a service level, each a line */
+  const lines = [];
+  let run = null;
+  for (const bar of bars) {
+    if (bar.level === null) {
+      run = null;
+      continue;
+    }
+    if (!run) lines.push(run = []);
+    run.push({ x: bar.centre, y: bar.level });
+  }
+  // an hour mark at least 4 characters' room apart: every 1, 2, 3, 4 or 6 hours
+  const every = [1, 2, 3, 4, 6].find((hours) => hours * PER_HOUR * slot >= font * 4) ?? 12;
+  const last = intervals.at(-1);
+  const hours = [];
+  for (let k = from; k <= to; k += PER_HOUR) {
+    if ((k / PER_HOUR) % every) continue;
+    const time = intervals[k]?.time ??
+      (last ? later(last.time, (k - intervals.length + 1) * 15) : "");
+    hours.push({ x: left + (k - from) * slot, label: time });
+  }
+  return {
+    from: intervals[from]?.start ?? null,
+    width,
+    height,
+    plot: { left, top, width: plotWidth, height: plotHeight, bottom: top + plotHeight },
+    bars,
+    lines,
+    hours,
+    waitingTicks: [0, most / 2, most].map((value) => ({ value, y: yOf(value / most) })),
+    levelTicks: [0, 50, 100].map((value) => ({ value, y: yOf(value / 100) })),
+    warn: { value: warn, y: yOf(Math.min(100, Math.max(0, warn)) / 100) },
+    empty: !shown.some(active),
+  };
+}
