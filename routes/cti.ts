@@ -15,7 +15,7 @@ import { ApiError } from "../lib/errors.ts";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { getUser } from "../lib/store/users.ts";
-import { greet, handleMessage } from "./cti_commands.ts";
+import { greet, handleMessage, handleNotices } from "./cti_commands.ts";
 
 /** How long a socket may stay silent before Deno's ping frames find it dead (seconds). */
 const IDLE_TIMEOUT_S = 30;
@@ -33,6 +33,7 @@ async function identityOf(services: Services, c: Context<AppEnv>) {
 
 export function ctiRoutes(services: Services): Hono<AppEnv> {
   const { store, tokens, cti, config } = services;
+  handleNotices(services);
   // made once for every socket (the hub does not know `Services`): no closure per socket
   const handlers: SessionHandlers = {
     message: (session, data) => handleMessage(services, session, data),

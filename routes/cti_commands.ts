@@ -13,6 +13,7 @@ import { agentOfUser, agentStatuses } from "../lib/agent_control.ts";
 import { CTI_USER_ALIAS, isAllowed } from "../lib/auth/acl.ts";
 import { fillAcl } from "../lib/auth/guard.ts";
 import { CTI_CALLD_ACLS } from "../lib/calls/acls.ts";
+import { chat } from "../lib/chat/mod.ts";
 import { changeDnd, changeForward } from "../lib/control.ts";
 import { DIRECTORY } from "../lib/directory/mod.ts";
 import { runCallCommand } from "../lib/cti/call_commands.ts";
@@ -90,7 +91,7 @@ const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
  * The commands of the concerns with a folder of their own (lib/cti/command_set.ts), in the order
  * their greetings are sent.
  */
-const FAMILIES: CtiFamily[] = [DIRECTORY];
+const FAMILIES: CtiFamily[] = [DIRECTORY, chat];
 
 /** Each family's command by name. */
 const FAMILY_COMMANDS = new Map(
@@ -112,6 +113,15 @@ export function ctiChannelAcls(username: string): string[] {
       .filter((spec) => spec.acl !== null && spec.ctiUser !== false)
       .map((spec) => fillAcl(spec.acl!, { username })),
   ];
+}
+
+/** Hands each family's notices to this process's sockets its own way (`CtiFamily.notices`). */
+export function handleNotices(services: Services): void {
+  for (const family of FAMILIES) {
+    for (const [msgType, handle] of Object.entries(family.notices ?? {})) {
+      services.cti.handleNotices(msgType, (sessions, notice) => handle(services, sessions, notice));
+    }
+  }
 }
 
 /** Sends what each family sends a socket that opened (after the hub's greeting). */

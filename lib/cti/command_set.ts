@@ -5,6 +5,7 @@
  * family to one list there (`FAMILIES`) and nothing else.
  */
 import type * as z from "zod";
+import type { CtiNotice } from "../events/messages.ts";
 import type { Services } from "../services.ts";
 import type { UserRecord } from "../store/users.ts";
 import type { CtiSession } from "./hub.ts";
@@ -45,6 +46,15 @@ export interface CtiFamily {
   commands: Record<string, CtiCommandSpec<any>>;
   /** Sent after the hub's greeting (`LoggedOn`, …), in the order of the families. */
   greet?(c: Omit<CtiCommandContext, "authorize">): Promise<void>;
+  /**
+   * By `msgType`, how the concern's notices (`services.events.notify`) reach this process's
+   * sockets of their user (`sessions`), when not simply sent to each (lib/cti/hub.ts
+   * `NoticeHandler`).
+   */
+  notices?: Record<
+    string,
+    (services: Services, sessions: ReadonlySet<CtiSession>, notice: CtiNotice) => void
+  >;
 }
 
 /** A command, its fields' type read from its schema. */

@@ -82,6 +82,13 @@ export interface SessionHandlers {
 }
 
 /**
+ * Hands the notices of one `msgType` to this process's sockets of their user (`sessions`) in a
+ * concern's own way, instead of sending each to every socket (lib/chat: each message once per
+ * socket, then marked delivered).
+ */
+export type NoticeHandler = (sessions: ReadonlySet<CtiSession>, notice: CtiNotice) => void;
+
+/**
  * One user's sockets in this process and what they share: the user as the sockets show it (no
  * password hash, no other field of the record), the user's number, the statuses last sent, the
  * user's agent.
@@ -201,7 +208,7 @@ export class CtiSession implements EventListenerObject {
 }
 
 /** The user's own number: the first extension of the main line. */
-async function ownNumber(services: CoreServices, lineIds: number[]): Promise<string | null> {
+export async function ownNumber(services: CoreServices, lineIds: number[]): Promise<string | null> {
   const lineId = lineIds[0];
   const line = lineId === undefined ? null : await getLine(services.store, lineId);
   const extensionId = line?.extension_ids[0];
@@ -223,6 +230,7 @@ export class CtiHub {
   #polling: Promise<void> | null = null;
   /** What supervisors' sockets follow (queue and agent statistics, waiting calls, lists). */
   readonly supervision: SupervisionFeed;
+  readonly #noticeHandlers = new Map<string, NoticeHandler>();
 
   constructor(readonly services: CoreServices) {
     this.supervision = new SupervisionFeed(services);
@@ -309,6 +317,11 @@ export class CtiHub {
     if (session.user.sessions.has(session)) this.#allAgents.add(session);
   }
 
+  /** Hands the notices of `msgType` to `handler` from now on (see {@link NoticeHandler}). */
+  handleNotices(msgType: string, handler: NoticeHandler): void {
+    this.#noticeHandlers.set(msgType, handler);
+  }
+
   /** Closes every socket (server shutdown). */
   close(): void {
     for (const user of [...this.#byUser.values()]) {
@@ -346,17 +359,19 @@ export class CtiHub {
   /**
    * A CTI notice to its user's sockets, or to every socket (username ""): those open when it was
    * written (the feed hands a process's first socket what others wrote a moment before; what a
-   * socket opening then shows is read afresh).
+   * socket opening then shows is read afresh); through the handler of its `msgType` when a concern
+   * set one.
    */
   #deliver(notice: CtiNotice, createdAt: number): void {
-    const text = JSON.stringify(notice.message);
+    const handler = this.#noticeHandlers.get(notice.message.msgType);
+    const text = handler ? "" : JSON.stringify(notice.message);
     const users = notice.username === ""
       ? this.#byUser.values()
       : [this.#byUser.get(notice.username)].filter((user) => user !== undefined);
     for (const user of users) {
-      for (const session of user.sessions) {
-        if (session.openedAt <= createdAt) session.sendText(text);
-      }
+      const open = [...user.sessions].filter((session) => session.openedAt <= createdAt);
+      if (handler) handler(new Set(open), notice);
+      else for (const session of open) session.sendText(text);
     }
   }
 
