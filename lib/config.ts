@@ -53,6 +53,8 @@ export interface Config {
   asteriskRecordingsDir: string | null;
   /** Origins allowed by CORS (`scheme://host[:port]`), `["*"]` for any, empty for none. */
   corsOrigins: string[];
+  /** Whether the 2.0 API and the CTI socket are also served below xuc's `/xuc/api/2.0`. */
+  xucPaths: boolean;
   /** A second address the same app listens on (e.g. xivo-auth's port 9497), or null. */
   extraListen: { hostname: string; port: number } | null;
   /** CTI sockets one user may hold open at once in one process (docs/cti.md). */
@@ -270,6 +272,7 @@ const settings = {
   SVC_ASTERISK_CONFIG_DIR: { default: "", parse: optional, key: "asteriskConfigDir" },
   SVC_ASTERISK_RECORDINGS_DIR: { default: "", parse: optional, key: "asteriskRecordingsDir" },
   SVC_CORS_ORIGINS: { default: "", parse: originList, key: "corsOrigins" },
+  SVC_XUC_PATHS: { default: "false", parse: boolean, key: "xucPaths" },
   SVC_EXTRA_LISTEN: { default: "", parse: listenAddress, key: "extraListen" },
   SVC_CTI_MAX_PER_USER: { default: "10", parse: integer(1, 10_000), key: "ctiMaxPerUser" },
   SVC_CTI_SEND_BUFFER: {

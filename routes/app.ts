@@ -22,6 +22,22 @@ import type { AreaRoutes } from "./areas.ts";
 export const API_V2 = "/svc/api/2.0";
 /** Base path of the deprecated API. */
 export const API_V1 = "/svc/api/1.0";
+/**
+ * xuc's base path of the 2.0 API (its clients build `/xuc/api/2.0/auth/login`, `…/cti`): with
+ * `SVC_XUC_PATHS=true` a request below it is routed as the same path below {@link API_V2}.
+ */
+export const XUC_API_V2 = "/xuc/api/2.0";
+
+/**
+ * The path a request is routed by when xuc's paths are on: one below {@link XUC_API_V2} is read
+ * as below {@link API_V2} (the request itself is kept, so a WebSocket upgrade still works).
+ */
+function xucPathAsSvc(request: Request): string {
+  const path = getPath(request);
+  if (!path.startsWith(XUC_API_V2)) return path;
+  const rest = path.slice(XUC_API_V2.length);
+  return rest === "" || rest.startsWith("/") ? API_V2 + rest : path;
+}
 
 /** The areas' routes at hand (`now`), or loaded by `load` when first needed. */
 export type AreaSource = { now: AreaRoutes } | { load: () => Promise<AreaRoutes> };
@@ -54,7 +70,10 @@ export function buildApp(services: Services, areas: AreaSource) {
   const onError = apiErrorHandler(services.logger);
   // the handlers a request matches run as one: at once when none needs a promise (lib/chain.ts)
   const router = new CachedRouter(chainMatched(onError));
-  const app = new Hono<AppEnv>({ router });
+  // one alias rather than a second mount: the same routes, ACLs, CORS and OpenAPI document
+  const app = new Hono<AppEnv>(
+    services.config.xucPaths ? { router, getPath: xucPathAsSvc } : { router },
+  );
   /** The whole route table, the areas not declared yet included. */
   const table = {
     get routes() {

@@ -13,6 +13,7 @@ import * as z from "zod";
 import { ctiUserAcls } from "../lib/auth/acl.ts";
 import { authenticate, MAX_LOGIN_LENGTH } from "../lib/auth/authenticate.ts";
 import { readToken } from "../lib/auth/guard.ts";
+import { tokenAnswer } from "../lib/auth/token_answer.ts";
 import type { KerberosAcceptor } from "../lib/auth/sso/kerberos.ts";
 import type { OidcVerifier } from "../lib/auth/sso/oidc.ts";
 import type { Identity } from "../lib/auth/tokens.ts";
@@ -20,7 +21,6 @@ import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, readJson } from "../lib/http.ts";
 import type { LoginMethod } from "../lib/metrics.ts";
 import type { Services } from "../lib/services.ts";
-import { markConnected } from "../lib/store/connections.ts";
 import { findUserByUsername, getUser } from "../lib/store/users.ts";
 import { findWebServiceUserByLogin, getWebServiceUser } from "../lib/store/webservice_users.ts";
 
@@ -95,20 +95,9 @@ export function authRoutes(services: Services) {
     else if (status >= 400 && status < 500) metrics.login("cti", method, "refused");
   };
 
-  /**
-   * Issues a token (or, for `/auth/check`, the renewal of `presented`); a CTI user becomes
-   * connected for the token's lifetime.
-   */
-  async function tokenResult(identity: Identity, presented?: string) {
-    const { token, ttl } = presented === undefined
-      ? await tokens.issue(identity)
-      : await tokens.renew(presented, identity);
-    if (identity.userType === "cti") {
-      const now = clock.now();
-      await markConnected(store, Number(identity.userId), now, now + ttl * 1000);
-    }
-    return { login: identity.login, token, TTL: ttl };
-  }
+  /** A new token's answer (or, for `/auth/check`, the renewal of `presented`'s). */
+  const tokenResult = (identity: Identity, presented?: string) =>
+    tokenAnswer(services, identity, presented);
 
   return new Hono<AppEnv>()
     .post(

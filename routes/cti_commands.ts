@@ -36,6 +36,9 @@ import {
   type SupervisorCommandName,
 } from "../lib/cti/commands.ts";
 import { ctiError, type CtiMessage, PONG, userConfig } from "../lib/cti/messages.ts";
+import { agentErrorOr } from "../lib/cti_session/agent_error.ts";
+import { lineConfigMessage, lineConfigOf } from "../lib/cti_session/line_config.ts";
+import { sessionFamily } from "../lib/cti_session/mod.ts";
 import { dialOf, readyToDial } from "../lib/dial.ts";
 import { ApiError, Unreachable } from "../lib/errors.ts";
 import { checkBody } from "../lib/http.ts";
@@ -91,7 +94,7 @@ const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
  * The commands of the concerns with a folder of their own (lib/cti/command_set.ts), in the order
  * their greetings are sent.
  */
-const FAMILIES: CtiFamily[] = [DIRECTORY, chat];
+const FAMILIES: CtiFamily[] = [sessionFamily, DIRECTORY, chat];
 
 /** Each family's command by name. */
 const FAMILY_COMMANDS = new Map(
@@ -186,7 +189,7 @@ export async function handleMessage(
     if (acl !== null) authorize(session, acl);
     await run(services, session, await currentUser(services, session), name, fields);
   } catch (error) {
-    session.send(errorMessage(services, error, command));
+    session.send(agentErrorOr(errorMessage(services, error, command)));
   }
 }
 
@@ -383,6 +386,9 @@ async function run(
     }
     case "getConfig": {
       const { objectType } = fields("getConfig");
+      if (objectType === "line") {
+        return session.send(lineConfigMessage(await lineConfigOf(services.store, user)));
+      }
       if (objectType !== undefined && objectType !== "user") {
         throw new ApiError(400, "BadRequest", `unknown objectType ${JSON.stringify(objectType)}`);
       }

@@ -17,7 +17,8 @@ export class ExpiryQueue<T> {
   constructor(
     readonly clock: Clock,
     readonly expiresAt: (item: T) => number,
-    readonly expire: (item: T) => void,
+    /** What happens to an item due; the timer's task waits for what it returns (tests' clock). */
+    readonly expire: (item: T) => unknown,
   ) {}
 
   get size(): number {
@@ -67,11 +68,12 @@ export class ExpiryQueue<T> {
     const first = this.#items[0];
     if (first === undefined) return;
     const wait = Math.min(this.expiresAt(first) - this.clock.now(), MAX_WAIT_MS);
-    this.#cancelTimer = this.clock.after(wait, () => {
+    this.#cancelTimer = this.clock.after(wait, async () => {
       this.#cancelTimer = null;
       const expired = this.#indexOf(this.clock.now() + 1);
-      for (const item of this.#items.splice(0, expired)) this.expire(item);
+      const done = this.#items.splice(0, expired).map((item) => this.expire(item));
       this.#arm();
+      await Promise.all(done);
     });
   }
 }

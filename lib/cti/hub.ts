@@ -9,13 +9,16 @@
  *   from the platform whenever its status version moves, every `STATUS_POLL_MS` at most, in one
  *   read for every socket; each user's sockets are sent the statuses that changed for that user.
  * - A socket whose unsent bytes pass the send buffer setting is closed (4008): a slow reader never
- *   holds back the others nor grows the process. Its token's expiry closes it too (4001).
+ *   holds back the others nor grows the process.
+ * - Some time before its token expires a socket is sent a renewed one (`AuthenticationToken`,
+ *   lib/cti_session/token_renewal.ts) and stays open, signed in with it; only a socket whose token
+ *   cannot be renewed (its user was deleted) is closed at the expiry (4001).
  *
  * Memory (docs/cti.md, "Memory"): what a socket costs above Deno's own WebSocket is kept to one
  * small {@link CtiSession}. What is the same for every socket of a user (the user's configuration,
  * number, contacts, statuses, agent) is one {@link CtiUser}, each message to a user is serialised
  * once for all of the user's sockets, the socket's events go to the session itself (no closures),
- * and one timer closes the sockets whose token expired.
+ * and one timer renews the sockets' tokens and closes those whose token expired.
  */
 import { agentOfUser } from "../agent_control.ts";
 import type { Identity } from "../auth/tokens.ts";
@@ -33,6 +36,8 @@ import { listContacts } from "../store/contacts.ts";
 import { getExtension } from "../store/extensions.ts";
 import { getLine } from "../store/lines.ts";
 import { getUser, type UserRecord } from "../store/users.ts";
+import { lineConfigMessage, lineConfigOf } from "../cti_session/line_config.ts";
+import { type Renewal, renewalAt, renewSocketToken } from "../cti_session/token_renewal.ts";
 import { ExpiryQueue } from "./expiry.ts";
 import {
   type CtiMessage,
@@ -108,6 +113,8 @@ export class CtiUser {
   hints = new Map<string, PhoneStatus | null>();
   /** When the contacts (and, after the open, the record) were last read. */
   refreshedAt = 0;
+  /** The `LineConfig` last sent (serialised), null before the first (lib/cti_session). */
+  lineConfig: string | null = null;
 
   constructor(record: UserRecord) {
     this.id = record.id;
@@ -133,15 +140,20 @@ export class CtiSession implements EventListenerObject {
   openedAt = Infinity;
   /** The messages being run, in order, the greeting first; null when none is. */
   #running: Promise<void> | null = null;
+  /** When the hub next looks at the token: to renew it, or (not renewed) to close the socket. */
+  deadline: number;
 
   constructor(
     readonly hub: CtiHub,
     readonly socket: CtiSocket,
-    readonly identity: Identity,
+    /** Whom the token speaks for: the one the socket opened with, then each renewal's. */
+    public identity: Identity,
     public user: CtiUser,
-    readonly tokenExpiresAt: number,
+    /** When the token expires (the renewed one's once renewed). */
+    public tokenExpiresAt: number,
     readonly handlers: SessionHandlers,
   ) {
+    this.deadline = renewalAt(hub.services.clock.now(), tokenExpiresAt);
     socket.addEventListener("open", this, { once: true });
     socket.addEventListener("message", this);
     socket.addEventListener("close", this, { once: true });
@@ -222,8 +234,10 @@ export class CtiHub {
   readonly #byUser = new Map<string, CtiUser>();
   /** Sessions sent every agent's state (`subscribeToAgentEvents` with `agentd.agents.read`). */
   readonly #allAgents = new Set<CtiSession>();
-  /** Open sessions, closed by one timer as their tokens expire. */
+  /** Open sessions, by {@link CtiSession.deadline}: one timer renews their tokens. */
   readonly #expiries: ExpiryQueue<CtiSession>;
+  /** The renewals being made, by the identity renewed: sockets sharing a token share one. */
+  readonly #renewing = new Map<Identity, Promise<Renewal | null>>();
   #unsubscribe: (() => void) | null = null;
   #cancelPoll: (() => void) | null = null;
   #statusVersion: number | null = null;
@@ -236,8 +250,8 @@ export class CtiHub {
     this.supervision = new SupervisionFeed(services);
     this.#expiries = new ExpiryQueue(
       services.clock,
-      (session) => session.tokenExpiresAt,
-      (session) => session.close(CLOSE.tokenExpired, "token expired: sign in again and reconnect"),
+      (session) => session.deadline,
+      (session) => this.#deadline(session),
     );
   }
 
@@ -292,6 +306,55 @@ export class CtiHub {
     await this.#readContacts(user);
     await this.#sendStatuses([user], session);
     this.#startPolling();
+  }
+
+  /** A socket's deadline came: its token is renewed, or, expired, the socket is closed. */
+  async #deadline(session: CtiSession): Promise<void> {
+    if (session.closed) return;
+    if (this.services.clock.now() >= session.tokenExpiresAt) {
+      session.close(CLOSE.tokenExpired, "token expired: sign in again and reconnect");
+      return;
+    }
+    try {
+      await this.#renew(session);
+    } catch (error) {
+      this.services.logger.error("CTI token renewal failed", { error: String(error) });
+    }
+  }
+
+  /**
+   * Sends `session` its renewed token and keeps it open with it; without a renewal (the user is
+   * gone) the socket closes at its token's expiry; a renewal that failed is tried again halfway
+   * to it.
+   */
+  async #renew(session: CtiSession): Promise<void> {
+    const { identity } = session;
+    let renewing = this.#renewing.get(identity);
+    if (!renewing) {
+      renewing = renewSocketToken(this.services, identity);
+      this.#renewing.set(identity, renewing);
+      renewing.catch(() => {}).finally(() => this.#renewing.delete(identity));
+    }
+    let renewal: Renewal | null = null;
+    let failed = false;
+    try {
+      renewal = await renewing;
+    } catch (error) {
+      failed = true;
+      this.services.logger.warn("CTI token renewal failed", { error: String(error) });
+    }
+    if (session.closed || !session.user.sessions.has(session)) return; // gone meanwhile
+    const now = this.services.clock.now();
+    if (renewal) {
+      session.identity = renewal.identity;
+      session.tokenExpiresAt = renewal.expiresAt;
+      for (const message of renewal.messages) session.send(message);
+      session.deadline = renewalAt(now, renewal.expiresAt);
+    } else {
+      const left = session.tokenExpiresAt - now;
+      session.deadline = failed && left > 2_000 ? now + left / 2 : session.tokenExpiresAt;
+    }
+    this.#expiries.add(session);
   }
 
   /** Forgets a closed socket. */
@@ -434,12 +497,24 @@ export class CtiHub {
       await this.#readContacts(user);
       // names, mobile, lines changed in confd show in the next UserConfigUpdate of every socket
       const record = await getUser(store, user.id);
-      if (record) user.config = userConfigOf(record);
+      if (record) {
+        user.config = userConfigOf(record);
+        await this.#sendLineConfig(user, record);
+      }
     }
     const version = platform.phoneStatusVersion();
     if (version !== null && version === this.#statusVersion) return;
     await this.#sendStatuses([...this.#byUser.values()]);
     this.#statusVersion = version;
+  }
+
+  /** Sends the user's sockets its `LineConfig` when it changed since the last sent. */
+  async #sendLineConfig(user: CtiUser, record: UserRecord): Promise<void> {
+    if (user.lineConfig === null) return; // not greeted yet: the greeting sends it
+    const text = JSON.stringify(lineConfigMessage(await lineConfigOf(this.services.store, record)));
+    if (text === user.lineConfig) return;
+    user.lineConfig = text;
+    for (const session of user.sessions) session.sendText(text);
   }
 
   /**

@@ -17,6 +17,64 @@ export function servePage(html: () => string) {
   });
 }
 
+/** A file of a page: its content type and body. */
+export interface PageFile {
+  type: string;
+  body: string;
+}
+
+/** Serves `files()` by path (`/` the page) on 127.0.0.1, on a port of its own. */
+export function serveFiles(files: () => Record<string, PageFile>) {
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    const file = files()[new URL(request.url).pathname];
+    if (!file) return new Response("not found", { status: 404 });
+    return new Response(file.body, { headers: { "Content-Type": file.type } });
+  });
+}
+
+/**
+ * Opens `url` in a new tab and answers a function evaluating an expression there, its promise
+ * awaited, answering its value (a thrown error or rejection throws, with the page's log).
+ */
+export async function openTab(devtools: DevTools, url: string) {
+  const { targetId } = await devtools.send("Target.createTarget", { url: "about:blank" });
+  const { sessionId } = await devtools.send("Target.attachToTarget", { targetId, flatten: true });
+  await devtools.send("Runtime.enable", {}, sessionId);
+  await devtools.send("Page.enable", {}, sessionId);
+  await devtools.send("Page.navigate", { url }, sessionId);
+  return async (expression: string, timeoutMs = 30_000): Promise<unknown> => {
+    const answer = await devtools.send("Runtime.evaluate", {
+      expression,
+      awaitPromise: true,
+      returnByValue: true,
+      timeout: timeoutMs,
+    }, sessionId);
+    if (answer.exceptionDetails) {
+      const details = answer.exceptionDetails;
+      throw new Error(
+        `the page failed: ${details.exception?.description ?? details.text}\n${
+          devtools.pageLog.join("\n")
+        }`,
+      );
+    }
+    return answer.result.value;
+  };
+}
+
+/** Waits until `test()` (an expression evaluated in the page by `evaluate`) is true. */
+export async function untilPage(
+  evaluate: (expression: string) => Promise<unknown>,
+  test: string,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!await evaluate(`Boolean(${test})`)) {
+    if (performance.now() > deadline) throw new Error(`the page never got ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /**
  * The processes still running (zombies waiting to be reaped aside) of the group `pgid` or naming
  * `dir` in their command line: Chromium's crash handlers leave the group (they start a session of

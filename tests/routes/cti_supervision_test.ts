@@ -78,6 +78,15 @@ async function refusal(client: Client, command: string) {
   return { error: error.ctiMessage.error, message: error.ctiMessage.message };
 }
 
+/** The next `AgentError` of `command` (an agent command the agent's state refuses). */
+async function agentRefusal(client: Client, command: string) {
+  const error = await client.next(
+    ofType("AgentError", (m) => m.ctiMessage.command === command),
+    `${command}'s AgentError`,
+  );
+  return { error: error.ctiMessage.Error, message: error.ctiMessage.message };
+}
+
 /** Sends a ping and waits for its Pong: what the socket was sent before is in. */
 async function settled(client: Client): Promise<void> {
   client.send({ claz: "ping" });
@@ -488,7 +497,7 @@ Deno.test("pauseAgent, unpauseAgent, agentLogout of another agent: a supervisor'
     await sam.type("AgentStatistics");
     const id = w.agent.id;
     sam.web("pauseAgent", { agentid: id });
-    assert.deepEqual(await refusal(sam, "pauseAgent"), {
+    assert.deepEqual(await agentRefusal(sam, "pauseAgent"), {
       error: "NotLogged",
       message: "agent 8001 is not logged in",
     });
@@ -520,15 +529,15 @@ Deno.test("pauseAgent, unpauseAgent, agentLogout of another agent: a supervisor'
     );
     assert.equal((await w.api.agent(id)).state, "logged_out");
     sam.web("agentLogout", { agentid: id });
-    assert.equal((await refusal(sam, "agentLogout")).error, "NotLogged");
+    assert.equal((await agentRefusal(sam, "agentLogout")).error, "NotLogged");
     sam.web("unpauseAgent", { agentid: 999 });
-    assert.deepEqual(await refusal(sam, "unpauseAgent"), {
+    assert.deepEqual(await agentRefusal(sam, "unpauseAgent"), {
       error: "AgentNotFound",
       message: "agent 999 does not exist",
     });
     // without agentid: the supervisor's own agent, which sam has none of
     sam.web("pauseAgent");
-    assert.equal((await refusal(sam, "pauseAgent")).error, "AgentNotFound");
+    assert.equal((await agentRefusal(sam, "pauseAgent")).error, "AgentNotFound");
   } finally {
     await w.close();
   }

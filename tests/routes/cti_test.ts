@@ -1,13 +1,14 @@
 /**
  * The CTI socket (`GET /svc/api/2.0/cti`, docs/cti.md) over a real HTTP server on loopback and
  * Deno's own WebSocket client: refusals before the upgrade, the greeting, every command, errors
- * that leave the socket open, token expiry, the per-user cap and a slow reader. The commands on
+ * that leave the socket open, token renewal and expiry, the per-user cap and a slow reader. The commands on
  * the user's calls are in cti_calls_test.ts.
  */
 import assert from "node:assert/strict";
 import { createAgent } from "../../lib/store/agents.ts";
 import { createContact } from "../../lib/store/contacts.ts";
 import { linkUserAgent } from "../../lib/store/user_agents.ts";
+import { deleteUser } from "../../lib/store/users.ts";
 import { bearer, login, postJson, webServiceUser } from "../helpers.ts";
 import { Client, fixture, phoneEvent, userWithLine, V2 } from "./cti_fixtures.ts";
 
@@ -125,7 +126,6 @@ Deno.test("greeting, ping, errors that keep the socket open", async () => {
       ],
       [{ claz: "web", command: "uncFwd", state: true }, "BadRequest", /destination/],
       [{ claz: "web", command: "hangup" }, "NoCall", /./],
-      [{ claz: "web", command: "agentLogin" }, "AgentNotFound", /no agent/],
       [
         { claz: "web", command: "dialFromQueue", destination: "1", queueId: 1 },
         "Forbidden",
@@ -145,6 +145,13 @@ Deno.test("greeting, ping, errors that keep the socket open", async () => {
       assert.equal(answer.ctiMessage.error, error, JSON.stringify(message).slice(0, 80));
       assert.match(String(answer.ctiMessage.message), text);
     }
+    // an agent command the agent's state refuses answers xuc's AgentError, not Error
+    client.web("agentLogin");
+    assert.deepEqual((await client.type("AgentError")).ctiMessage, {
+      Error: "AgentNotFound",
+      message: "user alice has no agent",
+      command: "agentLogin",
+    });
     client.socket.send(new Uint8Array([1, 2, 3]));
     assert.equal((await client.type("Error")).ctiMessage.error, "BadRequest");
     client.send({ claz: "ping" });
@@ -267,7 +274,7 @@ Deno.test("agents: login on the user's own line, pause, states; another agent's 
     assert.equal(ready.ctiMessage.name, "AgentReady");
     assert.equal(ready.ctiMessage.phoneNb, "1001");
     client.web("agentLogin");
-    assert.equal((await client.type("Error")).ctiMessage.error, "AlreadyLogged");
+    assert.equal((await client.type("AgentError")).ctiMessage.Error, "AlreadyLogged");
     client.web("pauseAgent", { reason: "lunch" });
     assert.equal((await client.type("AgentStateEvent")).ctiMessage.name, "AgentOnPause");
     client.web("unpauseAgent");
@@ -344,12 +351,19 @@ Deno.test("a token denying an ACL refuses the command; agentd.agents.read shows 
   }
 });
 
-Deno.test("the token's expiry closes the socket with 4001", async () => {
+Deno.test("a token that cannot be renewed (its user was deleted) closes the socket with 4001 at its expiry", async () => {
   const f = await fixture({ SVC_TOKEN_TTL: "60" });
   try {
-    await userWithLine(f.api, "alice", "1001");
+    const alice = await userWithLine(f.api, "alice", "1001");
     const client = await f.open(await login(f.ctx, "login", "alice"));
-    await f.ctx.clock.advance(60_000);
+    assert.ok(await deleteUser(f.ctx.services.store, alice.id));
+    await f.ctx.clock.advance(30_000); // the renewal's time: no user to renew for
+    client.send({ claz: "ping" });
+    await client.type("Pong");
+    assert.ok(!client.messages.some((m) => m.msgType === "AuthenticationToken"));
+    await f.ctx.clock.advance(29_999);
+    assert.equal(client.socket.readyState, WebSocket.OPEN);
+    await f.ctx.clock.advance(1);
     const closed = await client.closed;
     assert.equal(closed.code, 4001);
     assert.match(closed.reason, /token expired/);
@@ -358,34 +372,35 @@ Deno.test("the token's expiry closes the socket with 4001", async () => {
   }
 });
 
-Deno.test("one timer closes each socket at its own token's expiry, whatever the order they opened in", async () => {
+Deno.test("one timer renews each socket's token at its own time, whatever the order they opened in", async () => {
   const f = await fixture();
   try {
     const alice = await userWithLine(f.api, "alice", "1001");
     const identity = { userId: String(alice.id), login: "alice", userType: "cti" as const };
     const tokenFor = async (ttl: number) =>
       (await f.ctx.services.tokens.issue({ ...identity, acls: ["alias.ctiuser"] }, ttl)).token;
-    // the latest expiry opens first: the one opened last expires first
+    const renewals = (client: Client) =>
+      client.messages.filter((m) => m.msgType === "AuthenticationToken").length;
+    // the latest expiry opens first: the one opened last is renewed first (halfway: short tokens)
     const late = await f.open(await tokenFor(120));
     const leaving = await f.open(await tokenFor(90));
     const early = await f.open(await tokenFor(60));
-    leaving.socket.close(); // gone before its expiry: the others still close on time
+    leaving.socket.close(); // gone before its renewal: the others are still renewed on time
     await leaving.closed;
-    await f.ctx.clock.advance(59_999);
-    late.send({ claz: "ping" });
-    await late.type("Pong");
-    assert.equal(early.socket.readyState, WebSocket.OPEN);
+    await f.ctx.clock.advance(29_999);
+    assert.deepEqual([renewals(early), renewals(late)], [0, 0]);
     await f.ctx.clock.advance(1);
-    const first = await early.closed;
-    assert.deepEqual([first.code, first.reason], [
-      4001,
-      "token expired: sign in again and reconnect",
-    ]);
+    await early.type("AuthenticationToken");
     late.send({ claz: "ping" });
     await late.type("Pong");
-    assert.equal(late.socket.readyState, WebSocket.OPEN);
-    await f.ctx.clock.advance(60_000);
-    assert.equal((await late.closed).code, 4001);
+    assert.equal(renewals(late), 0);
+    await f.ctx.clock.advance(30_000); // 60 s: the late one's halfway, the early one's old expiry
+    await late.type("AuthenticationToken");
+    for (const client of [early, late]) {
+      client.send({ claz: "ping" });
+      await client.type("Pong");
+      assert.equal(client.socket.readyState, WebSocket.OPEN);
+    }
   } finally {
     await f.close();
   }
@@ -515,9 +530,10 @@ Deno.test("sockets opening together are each greeted in full; one opening later 
       return client.messages.slice(0, -1).map((message) => message.msgType);
     }));
     for (const [i, greeting] of greetings.entries()) {
+      // the statuses, and what the session's greeting sends (lib/cti_session)
       const statuses = i < 12
-        ? ["PhoneHintStatusEvent", "PhoneStatusUpdate"]
-        : ["PhoneStatusUpdate"];
+        ? ["LineConfig", "PhoneHintStatusEvent", "PhoneStatusUpdate", "RightProfile"]
+        : ["LineConfig", "PhoneStatusUpdate", "RightProfile"];
       assert.deepEqual(greeting.slice(0, 2), ["LoggedOn", "UserConfigUpdate"], `socket ${i}`);
       assert.deepEqual([...new Set(greeting.slice(2))].sort(), statuses, `socket ${i}`);
     }
