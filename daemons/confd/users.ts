@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import * as z from "zod";
 import { hashPassword } from "../../lib/auth/passwords.ts";
 import type { AppEnv } from "../../lib/http.ts";
+import { deletePresenceOfUser } from "../../lib/presence/store.ts";
 import type { Services } from "../../lib/services.ts";
 import { deleteContactsOfUser } from "../../lib/store/contacts.ts";
 import { deletePushTokensOfUser } from "../../lib/store/push_tokens.ts";
@@ -312,9 +313,11 @@ export function userRoutes(services: Services) {
         tx.remove(users, user.id);
         return user.id;
       });
-      // the user's own data goes with it: contacts and push registrations name no one else
+      // the user's own data goes with it: contacts, push registrations and presence name no one
+      // else
       await deleteContactsOfUser(store, userId);
       await deletePushTokensOfUser(store, userId);
+      await deletePresenceOfUser(store, userId);
       return c.body(null, 204);
     })
     .get("/users/:id/services", confdAcl(tokens, "confd.users.{id}.services.read"), async (c) => {
