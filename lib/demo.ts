@@ -51,6 +51,7 @@ export const DEMO_WEBSERVICE_USER = {
     "svc.rest.sim.#",
     "svc.rest.metrics.read",
     "svc.rest.supervision.#",
+    "svc.rest.presences.#",
     "confd.#",
     "agentd.#",
   ],

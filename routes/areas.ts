@@ -23,6 +23,7 @@ import { eventRoutes } from "./events.ts";
 import { forwardRoutes } from "./forwards.ts";
 import { historyRoutes } from "./history.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
+import { presenceRoutes } from "./presences.ts";
 import { simRoutes } from "./sim.ts";
 import { supervisionRoutes } from "./supervision.ts";
 import { xivoAuthRoutes } from "./xivo_auth.ts";
@@ -52,6 +53,7 @@ function apiV2Routes(services: Services) {
     eventRoutes,
     ctiRoutes,
     supervisionRoutes,
+    presenceRoutes,
   ];
   for (const routes of areas) v2.route("/", routes(services));
   // the control API of the simulator; on a real PBX people pick up their phones

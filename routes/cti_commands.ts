@@ -43,6 +43,7 @@ import { dialOf, readyToDial } from "../lib/dial.ts";
 import { ApiError, Unreachable } from "../lib/errors.ts";
 import { checkBody } from "../lib/http.ts";
 import { PlatformRefusal } from "../lib/platform/port.ts";
+import { presenceFamily } from "../lib/presence/commands.ts";
 import type { Services } from "../lib/services.ts";
 import { SupervisionRefusal } from "../lib/supervision/mod.ts";
 import { listAgents } from "../lib/store/agents.ts";
@@ -94,7 +95,7 @@ const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
  * The commands of the concerns with a folder of their own (lib/cti/command_set.ts), in the order
  * their greetings are sent.
  */
-const FAMILIES: CtiFamily[] = [sessionFamily, DIRECTORY, chat];
+const FAMILIES: CtiFamily[] = [sessionFamily, presenceFamily, DIRECTORY, chat];
 
 /** Each family's command by name. */
 const FAMILY_COMMANDS = new Map(

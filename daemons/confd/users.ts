@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import * as z from "zod";
 import { hashPassword } from "../../lib/auth/passwords.ts";
 import type { AppEnv } from "../../lib/http.ts";
+import { deletePresenceOfUser } from "../../lib/presence/store.ts";
 import type { Services } from "../../lib/services.ts";
 import { deleteContactsOfUser } from "../../lib/store/contacts.ts";
 import { deleteFavoritesOfUser } from "../../lib/store/favorites.ts";
@@ -313,10 +314,12 @@ export function userRoutes(services: Services) {
         tx.remove(users, user.id);
         return user.id;
       });
-      // the user's own data goes with it: contacts, favourites and push registrations are no one else's
+      // the user's own data goes with it: contacts, favourites, push registrations and presence
+      // are no one else's
       await deleteContactsOfUser(store, userId);
       await deleteFavoritesOfUser(store, userId);
       await deletePushTokensOfUser(store, userId);
+      await deletePresenceOfUser(store, userId);
       return c.body(null, 204);
     })
     .get("/users/:id/services", confdAcl(tokens, "confd.users.{id}.services.read"), async (c) => {

@@ -5,9 +5,11 @@
  *   sharing the store published: the user's `PhoneEvent`s and `UserConfigUpdate`s (by username),
  *   the `AgentStateEvent`s of the user's agent, and of every agent once the client subscribed to
  *   them with the agent daemon's `agentd.agents.read`.
- * - Phone statuses (the user's own phone, the numbers of the user's personal contacts) are read
- *   from the platform whenever its status version moves, every `STATUS_POLL_MS` at most, in one
- *   read for every socket; each user's sockets are sent the statuses that changed for that user.
+ * - Phone statuses (the user's own phone; the numbers of the user's personal contacts, and those a
+ *   socket subscribed to, read through lib/presence/hints.ts) are read from the platform whenever
+ *   its status version moves, every `STATUS_POLL_MS` at most, in one pass for every socket; each
+ *   user's sockets are sent the statuses that changed for that user, each subscribed socket those
+ *   of its own numbers.
  * - A socket whose unsent bytes pass the send buffer setting is closed (4008): a slow reader never
  *   holds back the others nor grows the process.
  * - Some time before its token expires a socket is sent a renewed one (`AuthenticationToken`,
@@ -32,6 +34,7 @@ import {
 } from "../events/messages.ts";
 import type { LogEntry } from "../events/outbox.ts";
 import type { PhoneStatus } from "../platform/port.ts";
+import { watchedStatuses } from "../presence/hints.ts";
 import { listContacts } from "../store/contacts.ts";
 import { getExtension } from "../store/extensions.ts";
 import { getLine } from "../store/lines.ts";
@@ -142,6 +145,11 @@ export class CtiSession implements EventListenerObject {
   #running: Promise<void> | null = null;
   /** When the hub next looks at the token: to renew it, or (not renewed) to close the socket. */
   deadline: number;
+  /**
+   * The numbers the socket subscribed to (`subscribeToPhoneHints`) with the status last sent for
+   * each; null when none.
+   */
+  hints: Map<string, PhoneStatus> | null = null;
 
   constructor(
     readonly hub: CtiHub,
@@ -234,6 +242,8 @@ export class CtiHub {
   readonly #byUser = new Map<string, CtiUser>();
   /** Sessions sent every agent's state (`subscribeToAgentEvents` with `agentd.agents.read`). */
   readonly #allAgents = new Set<CtiSession>();
+  /** Sessions watching numbers of their own (`subscribeToPhoneHints`). */
+  readonly #hinted = new Set<CtiSession>();
   /** Open sessions, by {@link CtiSession.deadline}: one timer renews their tokens. */
   readonly #expiries: ExpiryQueue<CtiSession>;
   /** The renewals being made, by the identity renewed: sockets sharing a token share one. */
@@ -361,6 +371,7 @@ export class CtiHub {
   detach(session: CtiSession): void {
     this.#expiries.delete(session);
     this.#allAgents.delete(session);
+    this.#hinted.delete(session);
     this.supervision.detach(session);
     const user = session.user;
     if (!user.sessions.delete(session)) return; // never opened
@@ -383,6 +394,30 @@ export class CtiHub {
   /** Hands the notices of `msgType` to `handler` from now on (see {@link NoticeHandler}). */
   handleNotices(msgType: string, handler: NoticeHandler): void {
     this.#noticeHandlers.set(msgType, handler);
+  }
+
+  /**
+   * Adds `numbers` to those `session` watches and sends it each one's status now
+   * (`PhoneHintStatusEvent`), then each change.
+   */
+  async watchNumbers(session: CtiSession, numbers: string[]): Promise<void> {
+    if (!session.user.sessions.has(session)) return; // not open
+    const statuses = await watchedStatuses(this.services, numbers);
+    if (session.closed) return; // its close event detaches it
+    const hints = session.hints ??= new Map();
+    for (const number of numbers) {
+      const status = statuses.get(number) ?? -2;
+      hints.set(number, status);
+      session.send(phoneHintStatus(number, status));
+    }
+    if (hints.size) this.#hinted.add(session);
+    this.#startPolling();
+  }
+
+  /** `session` watches no number of its own any more. */
+  unwatchNumbers(session: CtiSession): void {
+    session.hints = null;
+    this.#hinted.delete(session);
   }
 
   /** Closes every socket (server shutdown). */
@@ -518,31 +553,49 @@ export class CtiHub {
   }
 
   /**
-   * Reads the statuses `users` watch in one platform call; sends each user's sockets those that
-   * changed, and `greeted` (a socket just opened) all of its user's.
+   * Reads the statuses `users` and the subscribed sockets watch, in one pass; sends each user's
+   * sockets those that changed, and `greeted` (a socket just opened) all of its user's; each
+   * subscribed socket those of its own numbers that changed.
    */
   async #sendStatuses(users: CtiUser[], greeted?: CtiSession): Promise<void> {
-    const numbers = new Set<string>();
+    const own = new Set<string>();
+    const watched = new Set<string>();
     for (const user of users) {
-      if (user.phoneNumber !== null) numbers.add(user.phoneNumber);
-      for (const number of user.hints.keys()) numbers.add(number);
+      if (user.phoneNumber !== null) own.add(user.phoneNumber);
+      for (const number of user.hints.keys()) watched.add(number);
     }
-    if (numbers.size === 0) return;
-    const statuses = await this.services.platform.phoneStatuses([...numbers]);
+    // a socket just opened has subscribed to nothing yet
+    const sessions = greeted ? [] : [...this.#hinted];
+    for (const session of sessions) for (const number of session.hints!.keys()) watched.add(number);
+    if (own.size === 0 && watched.size === 0) return;
+    const [owns, hints] = await Promise.all([
+      own.size ? this.services.platform.phoneStatuses([...own]) : new Map<string, PhoneStatus>(),
+      watchedStatuses(this.services, [...watched]),
+    ]);
     for (const user of users) {
       const send = (last: PhoneStatus | null, status: PhoneStatus, message: CtiMessage) => {
         if (status !== last) user.send(message);
         else if (greeted?.user === user) greeted.send(message);
       };
       if (user.phoneNumber !== null) {
-        const status = statuses.get(user.phoneNumber) ?? -2;
+        const status = owns.get(user.phoneNumber) ?? -2;
         send(user.ownStatus, status, phoneStatusUpdate(status));
         user.ownStatus = status;
       }
       for (const [number, last] of user.hints) {
-        const status = statuses.get(number) ?? -2;
+        const status = hints.get(number);
+        if (status === undefined) continue; // a contact read meanwhile: its socket's open sends it
         send(last, status, phoneHintStatus(number, status));
         user.hints.set(number, status);
+      }
+    }
+    for (const session of sessions) {
+      for (const [number, last] of session.hints ?? []) {
+        const status = hints.get(number);
+        if (status === undefined || status === last) continue; // subscribed meanwhile: sent then
+        session.hints!.set(number, status);
+        // a number of the user's contacts went to each of the user's sockets above
+        if (!session.user.hints.has(number)) session.send(phoneHintStatus(number, status));
       }
     }
   }

@@ -937,9 +937,16 @@ Deno.test({
           );
           try {
             const since = receiver.mark();
+            // bob's busy lamp: available before the call, busy (2) once he talks (device states)
+            const lamp = cti.mark();
+            const bobHint = (status: number) => (m: CtiMessage) =>
+              m.ctiMessage.number === "1002" && m.ctiMessage.status === status;
+            cti.web("subscribeToPhoneHints", { phoneNumbers: ["1002"] });
+            await cti.next(lamp, "PhoneHintStatusEvent", bobHint(0));
             const [aliceSince, bobSince] = [alice.mark(), bob.mark()];
             cti.web("dial", { destination: "1002" });
             const call = await bothPickUp(aliceSince, bobSince);
+            await cti.next(lamp, "PhoneHintStatusEvent", bobHint(2));
 
             for (const eventType of ["EventOnHold", "EventEstablished"]) {
               const [mark, socketMark] = [receiver.mark(), cti.mark()];

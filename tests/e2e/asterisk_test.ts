@@ -2,8 +2,9 @@
  * End-to-end: the real server process with `SVC_PLATFORM=asterisk`, on the AMI replay server
  * (`tests/peers/ami_replay.ts`, real Asterisk 22 sessions) instead of an Asterisk, checked through
  * HTTP only: readiness, the generated configuration files, a dial whose phone events reach a real
- * `eventUrl` receiver and whose call reaches the history; Asterisk down at start and back; and a
- * missing AMI setting refused at start-up.
+ * `eventUrl` receiver and a CTI socket (with the callee's busy lamp, `subscribeToPhoneHints`) and
+ * whose call reaches the history; Asterisk down at start and back; and a missing AMI setting
+ * refused at start-up.
  */
 import assert from "node:assert/strict";
 import { startAmiReplay } from "../peers/ami_replay.ts";
@@ -49,7 +50,8 @@ async function stopCleanly(server: RunningServer) {
 
 Deno.test("on the AMI replay: ready, config files, a dial's events to eventUrl, its history", async () => {
   await withTempDir(async (dir) => {
-    const replay = await startAmiReplay({ connections: ["02-dial-answered"] });
+    // in real time: the busy lamp's status poll (every 200 ms) sees bob's 2 s call
+    const replay = await startAmiReplay({ connections: ["02-dial-answered"], speed: 1 });
     const receiver = eventReceiver();
     let server: RunningServer | undefined;
     let socket: WebSocket | undefined;
@@ -87,14 +89,25 @@ Deno.test("on the AMI replay: ready, config files, a dial's events to eventUrl, 
       // a CRM's web service user dials for her
       const aliceToken = await login(svc, "login", ALICE.username, ALICE.password);
       const socketEvents: string[] = [];
+      /** The statuses of bob's number the socket was sent (its busy lamp). */
+      const bobHints: number[] = [];
       socket = new WebSocket(`${svc.baseUrl.replace("http", "ws")}${V2}/cti?token=${aliceToken}`);
       socket.onmessage = (event) => {
         const message = JSON.parse(event.data);
         socketEvents.push(
           message.msgType === "PhoneEvent" ? message.ctiMessage.eventType : message.msgType,
         );
+        if (message.msgType === "PhoneHintStatusEvent" && message.ctiMessage.number === "1002") {
+          bobHints.push(message.ctiMessage.status);
+        }
       };
       await until(() => socketEvents.includes("LoggedOn"), 5_000, "the socket's LoggedOn");
+      socket.send(JSON.stringify({
+        claz: "web",
+        command: "subscribeToPhoneHints",
+        phoneNumbers: ["1002"],
+      }));
+      await until(() => bobHints.length > 0, 5_000, "bob's first phone hint");
       const crm = await call(svc, "POST", "/1.1/webservice_users", {
         token: admin,
         body: { login: "crm", password: "crm-secret-pw", acls: ["svc.rest.#"] },
@@ -154,6 +167,9 @@ Deno.test("on the AMI replay: ready, config files, a dial's events to eventUrl, 
         socketEvents.filter((type) => type.startsWith("Event")),
         ["EventDialing", "EventEstablished", "EventReleased"],
       );
+      // bob's busy lamp, from his device states: busy during the call (2 s), then available
+      await until(() => bobHints.at(-1) === 0, 5_000, `bob available again: ${bobHints}`);
+      assert.ok(bobHints.includes(2), `bob busy during the call: ${bobHints}`);
 
       const history = async () =>
         (await call(svc, "GET", `${V2}/history/alice?size=5`, { token: ws })).body;

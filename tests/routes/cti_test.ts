@@ -113,7 +113,7 @@ Deno.test("greeting, ping, errors that keep the socket open", async () => {
       [{ claz: 3 }, "BadRequest", /claz/],
       [{ claz: "other" }, "BadRequest", /unknown claz/],
       [{ claz: "web" }, "BadRequest", /names a command/],
-      [{ claz: "web", command: "userStatusUpdate" }, "UnknownCommand", /userStatusUpdate/],
+      [{ claz: "web", command: "noSuchCommand" }, "UnknownCommand", /noSuchCommand/],
       [{ claz: "web", command: "toString" }, "UnknownCommand", /toString/],
       [{ claz: "web", command: "dnd", state: "yes" }, "BadRequest", /field state/],
       [{ claz: "web", command: "dnd" }, "BadRequest", /field state/],
@@ -535,7 +535,9 @@ Deno.test("sockets opening together are each greeted in full; one opening later 
         ? ["LineConfig", "PhoneHintStatusEvent", "PhoneStatusUpdate", "RightProfile"]
         : ["LineConfig", "PhoneStatusUpdate", "RightProfile"];
       assert.deepEqual(greeting.slice(0, 2), ["LoggedOn", "UserConfigUpdate"], `socket ${i}`);
-      assert.deepEqual([...new Set(greeting.slice(2))].sort(), statuses, `socket ${i}`);
+      // the phone statuses (the concerns' greetings, lib/cti/command_set.ts, follow them)
+      const phones = greeting.slice(2).filter((type) => type.startsWith("Phone"));
+      assert.deepEqual([...new Set(phones)].sort(), statuses, `socket ${i}`);
     }
     assert.equal(f.ctx.services.cti.count("alice"), 12);
     // a socket opening later reads the contacts again: its greeting has the new one, and the
