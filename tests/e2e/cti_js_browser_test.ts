@@ -34,7 +34,6 @@ interface Row {
   pending?: string;
 }
 
-const PRESENCE = "presence";
 const HISTORY = "cti-history (history, configuration, agent groups)";
 const PBX = "pbx44 (PBX-facing)";
 const MEETING_ROOMS = "the meeting-rooms issue";
@@ -132,14 +131,13 @@ const TABLE: Row[] = [
     expect: ["FavoriteUpdated"],
   },
   // presence and busy lamps
-  { fn: "changeUserStatus", args: ["away"], expect: ["UserStatusUpdate"], pending: PRESENCE },
+  { fn: "changeUserStatus", args: ["away"], expect: ["UserStatusUpdate"] },
   {
     fn: "subscribeToPhoneHints",
     args: [["1002"]],
     expect: ["PhoneHintStatusEvent"],
-    pending: PRESENCE,
   },
-  { fn: "unsubscribeFromAllPhoneHints", args: [], expect: "none", pending: PRESENCE },
+  { fn: "unsubscribeFromAllPhoneHints", args: [], expect: "none" },
   // chat
   {
     fn: "sendFlashTextMessage",

@@ -530,14 +530,19 @@ Deno.test("sockets opening together are each greeted in full; one opening later 
       return client.messages.slice(0, -1).map((message) => message.msgType);
     }));
     for (const [i, greeting] of greetings.entries()) {
-      // the statuses, and what the session's greeting sends (lib/cti_session)
       const statuses = i < 12
-        ? ["LineConfig", "PhoneHintStatusEvent", "PhoneStatusUpdate", "RightProfile"]
-        : ["LineConfig", "PhoneStatusUpdate", "RightProfile"];
+        ? ["PhoneHintStatusEvent", "PhoneStatusUpdate"]
+        : ["PhoneStatusUpdate"];
       assert.deepEqual(greeting.slice(0, 2), ["LoggedOn", "UserConfigUpdate"], `socket ${i}`);
-      // the phone statuses (the concerns' greetings, lib/cti/command_set.ts, follow them)
+      // the phone statuses, then the concerns' greetings (lib/cti/command_set.ts)
       const phones = greeting.slice(2).filter((type) => type.startsWith("Phone"));
       assert.deepEqual([...new Set(phones)].sort(), statuses, `socket ${i}`);
+      const concerns = greeting.slice(2).filter((type) => !type.startsWith("Phone"));
+      assert.deepEqual(
+        concerns,
+        ["LineConfig", "RightProfile", "UsersStatuses", "UserStatusUpdate"],
+        `socket ${i}`,
+      );
     }
     assert.equal(f.ctx.services.cti.count("alice"), 12);
     // a socket opening later reads the contacts again: its greeting has the new one, and the
