@@ -388,7 +388,7 @@ Deno.test("getList: queues, agents, members; then their changes; setAgentQueue a
   const w = await world();
   try {
     const sam = await w.supervisor();
-    sam.web("getList", { objectType: "meetme" });
+    sam.web("getList", { objectType: "basequeuemember" });
     assert.equal((await refusal(sam, "getList")).error, "BadRequest");
     sam.web("getList", { objectType: "queue" });
     assert.deepEqual((await sam.type("QueueList")).ctiMessage, [
@@ -397,8 +397,8 @@ Deno.test("getList: queues, agents, members; then their changes; setAgentQueue a
     ]);
     sam.web("getList", { objectType: "agent" });
     assert.deepEqual((await sam.type("AgentList")).ctiMessage, [
-      { id: w.agent.id, number: "8001", firstName: "", lastName: "" },
-      { id: w.second.id, number: "8002", firstName: "", lastName: "" },
+      { id: w.agent.id, number: "8001", firstName: "", lastName: "", groupId: null },
+      { id: w.second.id, number: "8002", firstName: "", lastName: "", groupId: null },
     ]);
     sam.web("getList", { objectType: "queuemember" });
     assert.deepEqual((await sam.type("QueueMemberList")).ctiMessage, [
