@@ -19,6 +19,7 @@
  * with the call history's retention (`SVC_CALL_HISTORY_RETENTION_DAYS`).
  */
 import type { QueueCallEvent } from "../platform/port.ts";
+import { eachId } from "../store/id_ranges.ts";
 import { doneKey, markDone } from "../store/platform_done.ts";
 import type { Store } from "../store/store.ts";
 
@@ -222,17 +223,13 @@ const PRUNE_CHUNK = 200;
  */
 export async function pruneQueueCallsBefore(store: Store, beforeMs: number): Promise<number> {
   let deleted = 0;
-  let from: Deno.KvKey = ["queue_calls"];
-  for (;;) {
-    const [first] = await store.list({ start: from, end: ["queue_calls", Infinity] }, { limit: 1 });
-    if (!first) return deleted;
-    const queueId = first.key[1] as number;
+  await eachId(store, "queue_calls", async (queueId) => {
     for (;;) {
       const old = await store.list<QueueCallRecord>(
         { start: ["queue_calls", queueId], end: ["queue_calls", queueId, beforeMs] },
         { limit: PRUNE_CHUNK },
       );
-      if (old.length === 0) break;
+      if (old.length === 0) return;
       await store.commit((op) => {
         for (const { key, value } of old) {
           op.delete(key).delete(refKey(value.queueId, value.linkedId)).delete(callerKey(value));
@@ -242,7 +239,6 @@ export async function pruneQueueCallsBefore(store: Store, beforeMs: number): Pro
       });
       deleted += old.length;
     }
-    // the next queue: ids are whole numbers, so half past this one comes after all its keys
-    from = ["queue_calls", queueId + 0.5];
-  }
+  });
+  return deleted;
 }
