@@ -5,7 +5,6 @@
  */
 import type { Services } from "./services.ts";
 import { recoverBulkWrites } from "./store/bulk.ts";
-import { pruneQueueCallsBefore } from "./call_history/queue_calls.ts";
 import { pruneCallsBefore } from "./store/call_history.ts";
 import { ensureDefaultContexts } from "./store/contexts.ts";
 import { ensureAdmin, hasWebServiceUsers } from "./store/webservice_users.ts";
@@ -72,12 +71,10 @@ export function startBackground(services: Services): void {
   Deno.cron("prune supervision days", "17 * * * *", async () => {
     await services.supervision.prune();
   });
-  // the call history and the queue call history past their retention
-  // (SVC_CALL_HISTORY_RETENTION_DAYS)
+  // the call history past its retention (SVC_CALL_HISTORY_RETENTION_DAYS)
   Deno.cron("prune call history", "23 * * * *", async () => {
-    const before = clock.now() - config.callHistoryRetentionDays * 86_400_000;
-    await pruneCallsBefore(store, before);
-    await pruneQueueCallsBefore(store, before);
+    const days = config.callHistoryRetentionDays;
+    await pruneCallsBefore(store, clock.now() - days * 86_400_000);
   });
   // a process that died in the middle of an import leaves a journal: undo it once it is stale
   Deno.cron("undo unfinished imports", "* * * * *", async () => {

@@ -13,7 +13,6 @@ import { Metrics } from "./metrics.ts";
 import type { Platform } from "./platform/port.ts";
 import { SimPlatform } from "./platform/sim/mod.ts";
 import { recordCallsOnce } from "./store/call_history.ts";
-import { recordQueueCalls } from "./call_history/queue_calls.ts";
 import { Store } from "./store/store.ts";
 import { Supervision } from "./supervision/mod.ts";
 
@@ -71,7 +70,7 @@ export async function createServices(
     })
     : null;
   const platform = sim ?? await asterisk(config, store, clock, logger);
-  connectPlatform(platform, events, store, clock);
+  connectPlatform(platform, events, store);
   const services: Services = {
     config,
     store,
@@ -120,15 +119,10 @@ async function asterisk(config: Config, store: Store, clock: Clock, logger: Logg
 
 /**
  * Platform events go to the outbox first (decisions §7: durable before anything else sees them),
- * finished calls to the call history, queue calls to the queue call history; each event once (its
- * id: a process taking the platform over hands over again what it saw, docs/asterisk.md).
+ * finished calls to the call history; each event once (its id: a process taking the platform over
+ * hands over again what it saw, docs/asterisk.md).
  */
-function connectPlatform(
-  platform: Platform,
-  events: EventExport,
-  store: Store,
-  clock: Clock,
-): void {
+function connectPlatform(platform: Platform, events: EventExport, store: Store): void {
   platform.onEvents(async (platformEvents) => {
     const messages = platformEvents.flatMap((event) =>
       event.kind === "phone" || event.kind === "agent"
@@ -138,7 +132,5 @@ function connectPlatform(
     if (messages.length) await events.publishOnce(messages);
     const ended = platformEvents.filter((event) => event.kind === "call_ended");
     if (ended.length) await recordCallsOnce(store, ended);
-    const queueCalls = platformEvents.filter((event) => event.kind === "queue_call");
-    if (queueCalls.length) await recordQueueCalls(store, queueCalls, clock.now());
   });
 }

@@ -15,7 +15,7 @@
  */
 import * as z from "zod";
 import { agentOfUser } from "../agent_control.ts";
-import { ctiCommand, type CtiFamily } from "../cti/command_set.ts";
+import { ctiCommand, type CtiCommandContext, type CtiFamily } from "../cti/command_set.ts";
 import { ApiError } from "../errors.ts";
 import { DAYS, SIZE } from "../history.ts";
 import { callsSince, lastCalls } from "../store/call_history.ts";
@@ -28,6 +28,10 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** The ACL of each history that is not the user's own (no REST route reads them yet). */
 export const QUEUE_HISTORY_ACL = "svc.rest.supervision.queues.{queueId}.history.read";
 export const CUSTOMER_HISTORY_ACL = "svc.rest.supervision.history.read";
+
+/** When the oldest queue call still kept started (`SVC_CALL_HISTORY_RETENTION_DAYS` ago). */
+const keptSince = ({ clock, config }: CtiCommandContext["services"]) =>
+  clock.now() - config.callHistoryRetentionDays * DAY_MS;
 
 const size = () => z.number().int().min(SIZE.min).max(SIZE.max).default(SIZE.fallback);
 
@@ -90,7 +94,7 @@ export const historyFamily: CtiFamily = {
         if (!agent) {
           throw new ApiError(404, "AgentNotFound", `user ${c.user.username} has no agent`);
         }
-        const records = await lastAgentQueueCalls(store, agent.id, size);
+        const records = await lastAgentQueueCalls(store, agent.id, size, keptSince(c.services));
         c.reply({
           msgType: "CallHistory",
           ctiMessage: await queueCallEntries(store, records, clock.now()),
@@ -112,7 +116,7 @@ export const historyFamily: CtiFamily = {
           throw new ApiError(404, "QueueNotFound", `queue ${JSON.stringify(named)} does not exist`);
         }
         c.authorize(QUEUE_HISTORY_ACL, { queueId: String(queue.id) });
-        const records = await lastQueueCalls(store, queue.id, size);
+        const records = await lastQueueCalls(store, queue.id, size, keptSince(c.services));
         c.reply({
           msgType: "CallHistory",
           ctiMessage: await queueCallEntries(store, records, clock.now()),
@@ -130,7 +134,12 @@ export const historyFamily: CtiFamily = {
       async run(c, { id, request }) {
         const { store, clock } = c.services;
         const number = callerNumberOf(request.filters);
-        const { total, records } = await callerQueueCalls(store, number, request.size);
+        const { total, records } = await callerQueueCalls(
+          store,
+          number,
+          request.size,
+          keptSince(c.services),
+        );
         c.reply({
           msgType: "CustomerCallHistoryResponseWithId",
           ctiMessage: {

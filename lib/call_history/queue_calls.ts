@@ -1,26 +1,26 @@
 /**
- * The history of queue calls (docs/cti.md, "Call history"): one record per call and queue, built
- * from the platform's queue call events (`joined`, `answered`, `abandoned`, `timeout`,
- * `completed`), the same on both platforms. The user call history (`lib/store/call_history.ts`)
- * keeps each user's calls; this keeps what only the queues know: who waited in which queue, how
- * long, and which agent took the call. It answers a queue's calls, an agent's and a caller's.
+ * The history of queue calls (docs/cti.md, "Call history"): who waited in which queue, how long,
+ * and which agent took the call, from the platform's queue call events (`joined`, `answered`,
+ * `abandoned`, `timeout`, `completed`), the same on both platforms. The user call history
+ * (`lib/store/call_history.ts`) keeps each user's calls; this answers a queue's calls, an agent's
+ * and a caller's.
  *
- * Keys (this module is the only one that knows them):
- * - `["queue_calls", queueId, joinedMs, linkedId]` → {@link QueueCallRecord}: a queue's calls in
- *   the order they joined, read backwards for the last ones;
- * - `["queue_call_refs", queueId, linkedId]` → `joinedMs`: where an event finds its call's record;
- * - `["queue_calls_by_agent", agentId, joinedMs, queueId, linkedId]` → `true`, once answered;
- * - `["queue_calls_by_caller", callerNumber, joinedMs, queueId, linkedId]` → `true`.
+ * Each event is written as it is, a fact of its call, without reading anything: the writes go in
+ * the commit in which supervision counts the same event (`Supervision.handle`,
+ * `lib/supervision/mod.ts`), each event's once whatever the number of processes handing it over,
+ * so keeping the history costs no commit of its own. A call's record is made when it is read, by
+ * folding its facts in order ({@link nextRecord}).
  *
- * Each event is written once whatever the number of processes handing it over (its id marked in
- * the same commit, `lib/store/platform_done.ts`), in a commit that checks the record it changes
- * did not change meanwhile. An event whose call has no record yet (its `joined` came before this
- * version, or was lost) starts one, dated back by the wait or talk time it carries. Records go
- * with the call history's retention (`SVC_CALL_HISTORY_RETENTION_DAYS`).
+ * Keys (this module is the only one that knows them), each written to expire after the call
+ * history's retention (`SVC_CALL_HISTORY_RETENTION_DAYS`; Deno KV deletes expired keys in the
+ * background, and the reads leave out the calls older than the retention):
+ * - `["queue_call_facts", queueId, linkedId, event]` → {@link Fact};
+ * - `["queue_calls", queueId, joinedMs, linkedId]` → `true`, at `joined`: a queue's calls in the
+ *   order they joined;
+ * - `["queue_calls_by_agent", agentId, answeredMs, queueId, linkedId]` → `true`, at `answered`;
+ * - `["queue_calls_by_caller", callerNumber, joinedMs, queueId, linkedId]` → `true`, at `joined`.
  */
 import type { QueueCallEvent } from "../platform/port.ts";
-import { eachId } from "../store/id_ranges.ts";
-import { doneKey, markDone } from "../store/platform_done.ts";
 import type { Store } from "../store/store.ts";
 
 /** Where a queue call stands. */
@@ -41,39 +41,35 @@ export interface QueueCallRecord {
   outcome: QueueCallOutcome;
 }
 
+/** One event of a call, as kept: the event (its id left out) and when it was handled. */
+interface Fact {
+  event: Omit<QueueCallEvent, "id">;
+  atMs: number;
+}
+
+/** The order a call's facts are folded in. */
+const FACT_ORDER: QueueCallEvent["event"][] = [
+  "joined",
+  "answered",
+  "abandoned",
+  "timeout",
+  "completed",
+];
+
 /** A caller number longer than this gets no caller index (a key's size is bounded). */
 const MAX_INDEXED_NUMBER = 256;
 
-const recordKey = (record: Pick<QueueCallRecord, "queueId" | "joinedMs" | "linkedId">) => [
-  "queue_calls",
-  record.queueId,
-  record.joinedMs,
-  record.linkedId,
-];
-const refKey = (queueId: number, linkedId: string): Deno.KvKey => [
-  "queue_call_refs",
+const factKey = (queueId: number, linkedId: string, event: string): Deno.KvKey => [
+  "queue_call_facts",
   queueId,
   linkedId,
-];
-const agentKey = (record: QueueCallRecord, agentId: number): Deno.KvKey => [
-  "queue_calls_by_agent",
-  agentId,
-  record.joinedMs,
-  record.queueId,
-  record.linkedId,
-];
-const callerKey = (record: QueueCallRecord): Deno.KvKey => [
-  "queue_calls_by_caller",
-  record.callerNumber,
-  record.joinedMs,
-  record.queueId,
-  record.linkedId,
+  event,
 ];
 
 /** The call `event` is about as it is after the event, handled at `nowMs`. */
 export function nextRecord(
   current: QueueCallRecord | null,
-  event: QueueCallEvent,
+  event: Omit<QueueCallEvent, "id">,
   nowMs: number,
 ): QueueCallRecord {
   const start = (backMs: number): QueueCallRecord => ({
@@ -113,132 +109,119 @@ export function nextRecord(
   }
 }
 
-/** How many times an event's commit is tried against a record that keeps moving. */
-const ATTEMPTS = 5;
-
 /**
- * Writes what each of `events` (queue call events, in order) tells of its call, handled at
- * `nowMs`, each once (its id).
+ * Puts in `op` what each of `events` (queue call events handled at `nowMs`) tells of its call,
+ * every key expiring after `keepMs`. Only sets: an event written twice writes the same.
  */
-export async function recordQueueCalls(
-  store: Store,
+export function queueCallMutations(
+  op: Deno.AtomicOperation,
   events: readonly QueueCallEvent[],
   nowMs: number,
-): Promise<void> {
-  for (const event of events) await recordOne(store, event, nowMs);
-}
-
-async function recordOne(store: Store, event: QueueCallEvent, nowMs: number): Promise<void> {
-  const ref = refKey(event.queueId, event.linkedId);
-  const mark = event.id === undefined ? null : doneKey("queue_history", event.id);
-  for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-    const [refEntry, done] = await store.getMany<unknown>(mark ? [ref, mark] : [ref]);
-    if (done?.versionstamp) return; // written by another process
-    const joinedMs = refEntry!.value as number | null;
-    const currentEntry = joinedMs === null ? null : await store.get<QueueCallRecord>(
-      recordKey({ queueId: event.queueId, joinedMs, linkedId: event.linkedId }),
-    );
-    const current = currentEntry?.value ?? null;
-    const next = nextRecord(current, event, nowMs);
-    const result = await store.commit((op) => {
-      op.check({ key: ref, versionstamp: refEntry!.versionstamp });
-      if (currentEntry) op.check(currentEntry);
-      if (event.id !== undefined) markDone(op, "queue_history", event.id);
-      op.set(ref, next.joinedMs).set(recordKey(next), next);
-      if (next.agentId !== null) op.set(agentKey(next, next.agentId), true);
-      if (next.callerNumber && next.callerNumber.length <= MAX_INDEXED_NUMBER) {
-        op.set(callerKey(next), true);
+  keepMs: number,
+): void {
+  const options = { expireIn: keepMs };
+  for (const { id: _, ...event } of events) {
+    const { queueId, linkedId, callerNumber } = event;
+    op.set(factKey(queueId, linkedId, event.event), { event, atMs: nowMs } satisfies Fact, options);
+    if (event.event === "joined") {
+      op.set(["queue_calls", queueId, nowMs, linkedId], true, options);
+      if (callerNumber && callerNumber.length <= MAX_INDEXED_NUMBER) {
+        op.set(["queue_calls_by_caller", callerNumber, nowMs, queueId, linkedId], true, options);
       }
-      return op;
-    });
-    if (result.ok) return;
-  }
-  throw new Error(`queue call ${event.linkedId}: its record kept changing`);
-}
-
-/** The records the index keys `keys` name (their last three parts), in the same order. */
-async function recordsOf(store: Store, keys: Deno.KvKey[]): Promise<QueueCallRecord[]> {
-  const records: QueueCallRecord[] = [];
-  for (let start = 0; start < keys.length; start += 10) { // getMany's most
-    const chunk = keys.slice(start, start + 10).map((key) => {
-      const [joinedMs, queueId, linkedId] = key.slice(-3) as [number, number, string];
-      return recordKey({ queueId, joinedMs, linkedId });
-    });
-    for (const entry of await store.getMany<QueueCallRecord>(chunk)) {
-      if (entry.value) records.push(entry.value);
+    }
+    if (event.event === "answered" && event.agentId !== undefined) {
+      op.set(["queue_calls_by_agent", event.agentId, nowMs, queueId, linkedId], true, options);
     }
   }
-  return records;
 }
 
-/** The last `size` calls that joined the queue, newest first. */
+/** The call `linkedId` of `queueId` as its facts tell it, or null when none is left. */
+async function recordOf(
+  store: Store,
+  queueId: number,
+  linkedId: string,
+): Promise<QueueCallRecord | null> {
+  const facts = (await store.list<Fact>({ prefix: ["queue_call_facts", queueId, linkedId] }))
+    .map((entry) => entry.value)
+    .sort((a, b) => FACT_ORDER.indexOf(a.event.event) - FACT_ORDER.indexOf(b.event.event));
+  let record: QueueCallRecord | null = null;
+  for (const fact of facts) record = nextRecord(record, fact.event, fact.atMs);
+  return record;
+}
+
+/** A call: its queue and linkedId. */
+type CallId = [queueId: number, linkedId: string];
+
+/** The records of `calls`, each once, in order, those that joined at `sinceMs` or later. */
+async function recordsOf(
+  store: Store,
+  calls: CallId[],
+  sinceMs: number,
+): Promise<QueueCallRecord[]> {
+  const once = new Map(calls.map((call) => [`${call[0]}/${call[1]}`, call]));
+  const records = await Promise.all(
+    [...once.values()].map(([queueId, linkedId]) => recordOf(store, queueId, linkedId)),
+  );
+  return records.filter((record): record is QueueCallRecord =>
+    record !== null && record.joinedMs >= sinceMs
+  );
+}
+
+/**
+ * The calls the index `name`/`id` names at `sinceMs` or later, newest first (`limit` at most):
+ * the agent's and caller's indexes end with the queue and the linkedId.
+ */
+async function indexed(
+  store: Store,
+  name: string,
+  id: number | string,
+  sinceMs: number,
+  limit?: number,
+): Promise<CallId[]> {
+  const entries = await store.list(
+    { start: [name, id, sinceMs], end: [name, id, Infinity] },
+    { reverse: true, limit },
+  );
+  return entries.map(({ key }) => key.slice(-2) as CallId);
+}
+
+/** The last `size` calls that joined the queue since `sinceMs`, newest first. */
 export async function lastQueueCalls(
   store: Store,
   queueId: number,
   size: number,
+  sinceMs: number,
 ): Promise<QueueCallRecord[]> {
-  const entries = await store.list<QueueCallRecord>(
-    { prefix: ["queue_calls", queueId] },
+  const entries = await store.list(
+    { start: ["queue_calls", queueId, sinceMs], end: ["queue_calls", queueId, Infinity] },
     { reverse: true, limit: size },
   );
-  return entries.map((entry) => entry.value);
+  const calls = entries.map(({ key }): CallId => [queueId, key[3] as string]);
+  return await recordsOf(store, calls, sinceMs);
 }
 
-/** The last `size` queue calls the agent answered, newest first. */
+/** The last `size` queue calls the agent answered since `sinceMs`, newest first. */
 export async function lastAgentQueueCalls(
   store: Store,
   agentId: number,
   size: number,
+  sinceMs: number,
 ): Promise<QueueCallRecord[]> {
-  const keys = await store.list(
-    { prefix: ["queue_calls_by_agent", agentId] },
-    { reverse: true, limit: size },
-  );
-  return await recordsOf(store, keys.map((entry) => entry.key));
+  const calls = await indexed(store, "queue_calls_by_agent", agentId, sinceMs, size);
+  return await recordsOf(store, calls, sinceMs);
 }
 
-/** The last `size` queue calls from `callerNumber`, newest first, and how many there are. */
+/**
+ * The last `size` queue calls from `callerNumber` since `sinceMs`, newest first, and how many
+ * there are.
+ */
 export async function callerQueueCalls(
   store: Store,
   callerNumber: string,
   size: number,
+  sinceMs: number,
 ): Promise<{ total: number; records: QueueCallRecord[] }> {
   if (!callerNumber || callerNumber.length > MAX_INDEXED_NUMBER) return { total: 0, records: [] };
-  const keys = await store.list(
-    { prefix: ["queue_calls_by_caller", callerNumber] },
-    { reverse: true },
-  );
-  return {
-    total: keys.length,
-    records: await recordsOf(store, keys.slice(0, size).map((entry) => entry.key)),
-  };
-}
-
-/** Records deleted per atomic operation when pruning (4 keys each). */
-const PRUNE_CHUNK = 200;
-
-/**
- * Deletes the calls that joined a queue before `beforeMs`, with their keys; answers how many went.
- * One range read per queue with calls, then what is deleted.
- */
-export async function pruneQueueCallsBefore(store: Store, beforeMs: number): Promise<number> {
-  let deleted = 0;
-  await eachId(store, "queue_calls", async (queueId) => {
-    for (;;) {
-      const old = await store.list<QueueCallRecord>(
-        { start: ["queue_calls", queueId], end: ["queue_calls", queueId, beforeMs] },
-        { limit: PRUNE_CHUNK },
-      );
-      if (old.length === 0) return;
-      await store.commit((op) => {
-        for (const { key, value } of old) {
-          op.delete(key).delete(refKey(value.queueId, value.linkedId)).delete(callerKey(value));
-          if (value.agentId !== null) op.delete(agentKey(value, value.agentId));
-        }
-        return op;
-      });
-      deleted += old.length;
-    }
-  });
-  return deleted;
+  const calls = await indexed(store, "queue_calls_by_caller", callerNumber, sinceMs);
+  return { total: calls.length, records: await recordsOf(store, calls.slice(0, size), sinceMs) };
 }

@@ -5,7 +5,6 @@
  * (and every deletion) sets that user's version key in the same atomic operation: a process keeps
  * the last calls it read and reads them again only once the version changed (`lastCalls`).
  */
-import { eachId } from "./id_ranges.ts";
 import { writeOnce } from "./platform_done.ts";
 import { batchedRead } from "./shared_read.ts";
 import type { Store } from "./store.ts";
@@ -179,13 +178,20 @@ const PRUNE_CHUNK = 500;
  */
 export async function pruneCallsBefore(store: Store, beforeMs: number): Promise<number> {
   let deleted = 0;
-  await eachId(store, "call_history", async (userId) => {
+  let from: Deno.KvKey = ["call_history"];
+  for (;;) {
+    const [first] = await store.list<CallRecord>(
+      { start: from, end: ["call_history", Infinity] },
+      { limit: 1 },
+    );
+    if (!first) return deleted;
+    const userId = first.key[1] as number;
     for (;;) {
       const old = await store.list<CallRecord>(
         { start: ["call_history", userId], end: ["call_history", userId, beforeMs] },
         { limit: PRUNE_CHUNK },
       );
-      if (old.length === 0) return;
+      if (old.length === 0) break;
       await store.commit((op) => {
         for (const { key } of old) op.delete(key);
         changed(op, [{ userId }]);
@@ -193,6 +199,7 @@ export async function pruneCallsBefore(store: Store, beforeMs: number): Promise<
       });
       deleted += old.length;
     }
-  });
-  return deleted;
+    // the next user: ids are whole numbers, so half past this one comes after all its keys
+    from = ["call_history", userId + 0.5];
+  }
 }

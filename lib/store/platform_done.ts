@@ -13,7 +13,7 @@
 import type { Store } from "./store.ts";
 
 /** The listeners writing platform events to the store, each with its own marks. */
-export type PlatformConsumer = "outbox" | "history" | "queue_history" | "supervision";
+export type PlatformConsumer = "outbox" | "history" | "supervision";
 
 /** How long an event stays marked as written. */
 export const DONE_TTL_MS = 2 * 60_000;

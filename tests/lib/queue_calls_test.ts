@@ -1,7 +1,8 @@
 /**
  * The queue call history (lib/call_history/queue_calls.ts): what each queue call event makes of
- * its call's record, each event written once whatever the number of times it is handed over, the
- * reads by queue, agent and caller, and the prune with the call history's retention.
+ * its call's record, each event written once whatever the number of times it is handed over (in
+ * supervision's commits, as `Supervision.handle` writes them), the reads by queue, agent and
+ * caller, and the retention.
  */
 import assert from "node:assert/strict";
 import {
@@ -9,12 +10,12 @@ import {
   lastAgentQueueCalls,
   lastQueueCalls,
   nextRecord,
-  pruneQueueCallsBefore,
+  queueCallMutations,
   type QueueCallRecord,
-  recordQueueCalls,
 } from "../../lib/call_history/queue_calls.ts";
 import type { QueueCallEvent } from "../../lib/platform/port.ts";
 import { Store } from "../../lib/store/store.ts";
+import { addCountersOnce } from "../../lib/store/supervision.ts";
 
 const T0 = Date.UTC(2026, 0, 5, 9);
 
@@ -93,65 +94,84 @@ Deno.test("an event whose call has no record starts one, dated back by what it c
   assert.equal(abandoned.joinedMs, T0 - 5000);
 });
 
+const DAY = 86_400_000;
+
+/** Writes `events` handled at `nowMs` as supervision does: each event's once, by its id. */
+const record = (store: Store, events: QueueCallEvent[], nowMs: number, keepMs = 365 * DAY) =>
+  addCountersOnce(store, events, () => [], (op, chunk) => {
+    queueCallMutations(op, chunk, nowMs, keepMs);
+  });
+
+const ids = (records: QueueCallRecord[]) => records.map((call) => call.linkedId);
+
 Deno.test("recorded once per event id, and read by queue, by agent and by caller", async () => {
   await withStore(async (store) => {
-    const calls: QueueCallEvent[][] = [
+    const batches: QueueCallEvent[][] = [
       [event("a", "joined")],
       [event("a", "answered", { agentId: 3, waitMs: 2000 })],
-      [event("b", "joined", { queueId: 2, callerNumber: "1002", callerName: "bob" })],
-      [event("b", "abandoned", { queueId: 2, callerNumber: "1002", waitMs: 4000 })],
+      [
+        event("b", "joined", { queueId: 2, callerNumber: "1002", callerName: "bob" }),
+        event("b", "abandoned", { queueId: 2, callerNumber: "1002", waitMs: 4000 }),
+      ],
       [event("c", "joined")],
       [event("a", "completed", { agentId: 3, talkMs: 9000 })],
     ];
     let now = T0;
-    for (const batch of calls) {
-      await recordQueueCalls(store, batch, now);
-      // handed over again (another process taking the platform over): nothing changes
-      await recordQueueCalls(store, batch, now + 999_999);
+    for (const batch of batches) {
+      assert.equal((await record(store, batch, now)).length, batch.length);
+      // handed over again (another process taking the platform over): nothing written
+      assert.deepEqual(await record(store, batch, now + 999_999), []);
       now += 1000;
     }
-    const queue1 = await lastQueueCalls(store, 1, 10);
+    const queue1 = await lastQueueCalls(store, 1, 10, 0);
     assert.deepEqual(queue1.map((call) => [call.linkedId, call.outcome]), [
       ["c", "waiting"],
       ["a", "completed"],
     ]);
     const a = queue1[1]!;
-    assert.deepEqual([a.joinedMs, a.answeredMs, a.endMs], [T0, T0 + 1000, T0 + 5000]);
-    assert.deepEqual((await lastQueueCalls(store, 1, 1)).map((call) => call.linkedId), ["c"]);
-    assert.deepEqual(
-      (await lastQueueCalls(store, 2, 10)).map((call) => [call.linkedId, call.outcome]),
-      [["b", "abandoned"]],
-    );
-    assert.deepEqual((await lastAgentQueueCalls(store, 3, 10)).map((call) => call.linkedId), ["a"]);
-    assert.deepEqual(await lastAgentQueueCalls(store, 4, 10), []);
-    const hugo = await callerQueueCalls(store, "0612345678", 1);
+    assert.deepEqual([a.joinedMs, a.answeredMs, a.endMs, a.agentId], [T0, T0 + 1000, T0 + 4000, 3]);
+    assert.deepEqual(ids(await lastQueueCalls(store, 1, 1, 0)), ["c"]);
+    const b = await lastQueueCalls(store, 2, 10, 0);
+    assert.deepEqual(b.map((call) => [call.linkedId, call.outcome, call.callerName]), [
+      ["b", "abandoned", "bob"],
+    ]);
+    assert.deepEqual(ids(await lastAgentQueueCalls(store, 3, 10, 0)), ["a"]);
+    assert.deepEqual(await lastAgentQueueCalls(store, 4, 10, 0), []);
+    const hugo = await callerQueueCalls(store, "0612345678", 1, 0);
     assert.equal(hugo.total, 2);
-    assert.deepEqual(hugo.records.map((call) => call.linkedId), ["c"]);
-    assert.deepEqual(await callerQueueCalls(store, "", 5), { total: 0, records: [] });
-    assert.deepEqual(await callerQueueCalls(store, "0000", 5), { total: 0, records: [] });
+    assert.deepEqual(ids(hugo.records), ["c"]);
+    assert.deepEqual(await callerQueueCalls(store, "", 5, 0), { total: 0, records: [] });
+    assert.deepEqual(await callerQueueCalls(store, "0000", 5, 0), { total: 0, records: [] });
+    assert.deepEqual(
+      await callerQueueCalls(store, "9".repeat(300), 5, 0),
+      { total: 0, records: [] },
+      "a number too long for a key: not indexed, found nowhere",
+    );
   });
 });
 
-Deno.test("the prune deletes the calls that joined before the limit, with their index keys", async () => {
+Deno.test("the reads leave out the calls that joined before the retention's start", async () => {
   await withStore(async (store) => {
-    const DAY = 86_400_000;
-    const make = (linkedId: string, queueId: number, daysAgo: number, agentId?: number) =>
-      recordQueueCalls(store, [
-        event(linkedId, "joined", { queueId }),
-        ...(agentId ? [event(linkedId, "answered", { queueId, agentId, waitMs: 0 })] : []),
-      ], T0 - daysAgo * DAY);
-    await make("old1", 1, 400, 3);
-    await make("old2", 7, 366);
-    await make("new1", 1, 10, 3);
-    await make("new2", 7, 0);
-    assert.equal(await pruneQueueCallsBefore(store, T0 - 365 * DAY), 2);
-    const ids = (records: QueueCallRecord[]) => records.map((call) => call.linkedId);
-    assert.deepEqual(ids(await lastQueueCalls(store, 1, 10)), ["new1"]);
-    assert.deepEqual(ids(await lastQueueCalls(store, 7, 10)), ["new2"]);
-    assert.deepEqual(ids(await lastAgentQueueCalls(store, 3, 10)), ["new1"]);
-    assert.equal((await callerQueueCalls(store, "0612345678", 10)).total, 2);
-    const leftKeys = await store.list({ prefix: ["queue_call_refs"] });
-    assert.equal(leftKeys.length, 2);
-    assert.equal(await pruneQueueCallsBefore(store, T0 - 365 * DAY), 0);
+    await record(store, [event("old", "joined"), event("old", "answered", { agentId: 3 })], T0);
+    await record(
+      store,
+      [event("new", "joined"), event("new", "answered", { agentId: 3 })],
+      T0 + DAY,
+    );
+    const since = T0 + DAY / 2;
+    assert.deepEqual(ids(await lastQueueCalls(store, 1, 10, since)), ["new"]);
+    assert.deepEqual(ids(await lastAgentQueueCalls(store, 3, 10, since)), ["new"]);
+    assert.deepEqual((await callerQueueCalls(store, "0612345678", 10, since)).total, 1);
+    assert.deepEqual(ids(await lastQueueCalls(store, 1, 10, 0)), ["new", "old"]);
+  });
+});
+
+Deno.test("a call joining the same queue twice is listed once", async () => {
+  await withStore(async (store) => {
+    await record(store, [event("x", "joined")], T0);
+    await record(store, [event("x", "timeout", { waitMs: 30_000 })], T0 + 30_000);
+    await record(store, [event("x", "joined")], T0 + 31_000);
+    const calls = await lastQueueCalls(store, 1, 10, 0);
+    assert.deepEqual(calls.map((call) => [call.linkedId, call.outcome]), [["x", "timeout"]]);
   });
 });
