@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { REFRESH_INTERVAL_MS } from "../../lib/cti/supervision.ts";
 import { addAgent } from "../lib/platform/fixtures.ts";
 import { confd, ctiUser, login } from "../helpers.ts";
-import { Client, type Message, V2 } from "./cti_fixtures.ts";
+import { type Client, type Message, serve } from "./cti_fixtures.ts";
 import { callCenter } from "./supervision_fixtures.ts";
 
 /** The call centre of supervision_fixtures.ts, a second queue, served on loopback. */
@@ -25,16 +25,8 @@ export async function world() {
   const enabled = await admin.put(`/users/${sam.id}`, { supervision_enabled: true });
   assert.equal(enabled.status, 204);
   await ctiUser(ctx, "pat"); // a plain CTI user
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, ctx.app.fetch);
-  const clients: Client[] = [];
-  const open = async (token: string) => {
-    const client = new Client(
-      new WebSocket(`ws://127.0.0.1:${server.addr.port}${V2}/cti?token=${token}`),
-    );
-    clients.push(client);
-    await client.type("LoggedOn");
-    return client;
-  };
+  const served = serve(ctx);
+  const { open } = served;
   return {
     ...center,
     support: support.id,
@@ -52,14 +44,7 @@ export async function world() {
     },
     /** Runs the refreshes due after a change. */
     flush: () => ctx.clock.advance(REFRESH_INTERVAL_MS),
-    async close() {
-      for (const client of clients) client.socket.close();
-      await Promise.all(clients.map((client) => client.closed));
-      ctx.services.cti.close();
-      await ctx.services.platform.close();
-      await server.shutdown();
-      ctx.services.store.close();
-    },
+    close: served.close,
   };
 }
 
