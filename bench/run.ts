@@ -75,6 +75,7 @@ import { hashingBench } from "./hashing.ts";
 import { startupBench } from "./startup.ts";
 import { pool } from "./supervision_centre.ts";
 import { supervisionBench } from "./supervision.ts";
+import { queueHistoryBench } from "./queue_history.ts";
 import { writesBench } from "./writes.ts";
 import { systemClock } from "../lib/clock.ts";
 import { EventExport } from "../lib/events/export.ts";
@@ -1212,6 +1213,7 @@ const PARTS = [
   "startup",
   "memory",
   "supervision",
+  "queuehistory",
   "day",
 ] as const;
 type Part = typeof PARTS[number];
@@ -1349,6 +1351,7 @@ async function main(): Promise<void> {
     await ensureWrk();
     rows.push(...await supervisionBench({ kv, wrk, seconds }));
   }
+  if (parts.has("queuehistory")) rows.push(...await queueHistoryBench());
   if (parts.has("day")) {
     console.log("- a day of traffic on the simulator (100,000 calls), then the idle period");
     rows.push(...await dayBench());

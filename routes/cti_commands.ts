@@ -10,13 +10,16 @@
  * A command that fails answers one `Error` message naming it; the socket stays open.
  */
 import { agentOfUser, agentStatuses } from "../lib/agent_control.ts";
+import { agentGroupFamily } from "../lib/agent_groups/cti.ts";
 import { CTI_USER_ALIAS, isAllowed } from "../lib/auth/acl.ts";
 import { fillAcl } from "../lib/auth/guard.ts";
 import { CTI_CALLD_ACLS } from "../lib/calls/acls.ts";
 import { chat } from "../lib/chat/mod.ts";
 import { changeDnd, changeForward } from "../lib/control.ts";
+import { historyFamily } from "../lib/call_history/cti.ts";
 import { DIRECTORY } from "../lib/directory/mod.ts";
 import { runCallCommand } from "../lib/cti/call_commands.ts";
+import { configFamily } from "../lib/config_lists/cti.ts";
 import {
   type AgentControl,
   runAgentControl,
@@ -35,9 +38,8 @@ import {
   isSupervisorCommand,
   type SupervisorCommandName,
 } from "../lib/cti/commands.ts";
-import { ctiError, type CtiMessage, PONG, userConfig } from "../lib/cti/messages.ts";
+import { agentStateEvent, ctiError, type CtiMessage, PONG } from "../lib/cti/messages.ts";
 import { agentErrorOr } from "../lib/cti_session/agent_error.ts";
-import { lineConfigMessage, lineConfigOf } from "../lib/cti_session/line_config.ts";
 import { sessionFamily } from "../lib/cti_session/mod.ts";
 import { dialOf, readyToDial } from "../lib/dial.ts";
 import { ApiError, Unreachable } from "../lib/errors.ts";
@@ -75,7 +77,6 @@ const COMMAND_ACLS: Record<
   agentLogout: "agentd.users.me.agents.logoff.create",
   pauseAgent: "agentd.users.me.agents.pause.create",
   unpauseAgent: "agentd.users.me.agents.unpause.create",
-  getConfig: null,
   getAgentStates: null,
   subscribeToAgentEvents: null,
 };
@@ -95,7 +96,15 @@ const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
  * The commands of the concerns with a folder of their own (lib/cti/command_set.ts), in the order
  * their greetings are sent.
  */
-const FAMILIES: CtiFamily[] = [sessionFamily, presenceFamily, DIRECTORY, chat];
+const FAMILIES: CtiFamily[] = [
+  sessionFamily,
+  presenceFamily,
+  DIRECTORY,
+  chat,
+  configFamily,
+  historyFamily,
+  agentGroupFamily,
+];
 
 /** Each family's command by name. */
 const FAMILY_COMMANDS = new Map(
@@ -385,16 +394,6 @@ async function run(
       if (agent) await services.platform.agentUnpause(agent.id);
       return;
     }
-    case "getConfig": {
-      const { objectType } = fields("getConfig");
-      if (objectType === "line") {
-        return session.send(lineConfigMessage(await lineConfigOf(services.store, user)));
-      }
-      if (objectType !== undefined && objectType !== "user") {
-        throw new ApiError(400, "BadRequest", `unknown objectType ${JSON.stringify(objectType)}`);
-      }
-      return session.send(userConfig(user));
-    }
     case "getAgentStates":
       return await sendAgentStates(services, session, user);
     case "subscribeToAgentEvents":
@@ -419,18 +418,7 @@ async function sendAgentStates(
   const agents = mayReadAgents(session)
     ? await listAgents(services.store)
     : [await agentOfUser(services, user)].filter((agent) => agent !== null);
-  for (const status of await agentStatuses(services, agents)) {
-    session.send({
-      msgType: "AgentStateEvent",
-      ctiMessage: {
-        name: status.state,
-        agentId: status.id,
-        agentNumber: status.number,
-        phoneNb: status.extension ?? "",
-        queues: status.queues.map((queue) => queue.id),
-      },
-    });
-  }
+  for (const status of await agentStatuses(services, agents)) session.send(agentStateEvent(status));
 }
 
 /** The user's own agent; another agent's id is refused. */

@@ -20,16 +20,19 @@
  *   `….logout.create`); `POST` and `DELETE /supervision/queues/{queueId}/agents/{agentId}` (body
  *   `{penalty}`, optional, 0 by default; `svc.rest.supervision.queues.{queueId}.agents.{agentId}
  *   .create` and `.delete`): the agent joins the queue (or takes that penalty), or leaves it.
+ * - `PUT /supervision/agents/{agentId}/group` (body `{groupId}`, null for none;
+ *   `svc.rest.supervision.agents.{agentId}.group.update`): the agent's agent group.
  *
- * Errors: 400 `BadRequest` (a bad `queue`, `from`, `to` or `day`), 400 `JsonErrorDecoding` (a body that
- * is not JSON or not the model), 404 `QueueNotFound`, 404 `AgentNotFound`, 409
- * `AgentNotLoggedIn`, 409 `AgentNotInQueue`.
+ * Errors: 400 `BadRequest` (a bad `queue`, `from`, `to` or `day`), 400 `JsonErrorDecoding` (a body
+ * that is not JSON or not the model), 400 `JsonBodyNotFound` (no group body), 404 `QueueNotFound`,
+ * 404 `AgentNotFound`, 404 `AgentGroupNotFound`, 409 `AgentNotLoggedIn`, 409 `AgentNotInQueue`.
  */
 import { type Context, Hono } from "hono";
 import * as z from "zod";
+import { setAgentGroup } from "../lib/agent_groups/control.ts";
 import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
-import { type AppEnv, checkBody } from "../lib/http.ts";
+import { type AppEnv, checkBody, readBody } from "../lib/http.ts";
 import { operation } from "../lib/openapi/operation.ts";
 import type { Services } from "../lib/services.ts";
 import {
@@ -134,6 +137,12 @@ const memberBody = z.lazy(() =>
     penalty: z.int().min(0).max(2147483647).optional().meta({
       description: "0 (the default) is the highest priority",
     }),
+  }, { error: "the body must be a JSON object" })
+);
+
+const groupBody = z.lazy(() =>
+  z.object({
+    groupId: z.int().nullable().meta({ description: "The agent group's id; null: none" }),
   }, { error: "the body must be a JSON object" })
 );
 
@@ -288,6 +297,28 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
         const { penalty } = await optionalBody(c, memberBody);
         await answered(() => addToQueue(services, queueId, agentId, penalty ?? 0));
         await services.supervision.queuesChanged([queueId]);
+        return c.body(null, 204);
+      }),
+    )
+    .put(
+      "/supervision/agents/:agentId/group",
+      acl("agents.{agentId}.group.update"),
+      operation(() => ({
+        summary: "Puts the agent in an agent group (out of the one it was in), or in none",
+        body: groupBody,
+        responses: { 204: null },
+        errors: {
+          400: "`JsonBodyNotFound`, `JsonErrorDecoding`: no body, not JSON, or not the model",
+          404: "`AgentNotFound`, `AgentGroupNotFound`",
+        },
+      }), async (c) => {
+        const agentId = pathId(c, "agentId");
+        const { groupId } = await readBody(c, groupBody, {
+          missing: "JsonBodyNotFound",
+          invalid: "JsonErrorDecoding",
+        });
+        await setAgentGroup(services, agentId, groupId);
+        services.cti.supervision.changed();
         return c.body(null, 204);
       }),
     )

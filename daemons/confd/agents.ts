@@ -2,10 +2,12 @@
  * `/1.1/agents` (Deneb.03): agents and, read-only, the queues they are members of (`queues` in the
  * view, `GET /agents/{id}/queues`). Membership is changed through
  * `/1.1/queues/{id}/members/agents/{agent_id}`. The `number` is set on creation and never
- * changes; `password` is write-only.
+ * changes; `password` is write-only. Deleting an agent takes it out of its group
+ * (`/1.1/agentgroups`).
  */
 import { Hono } from "hono";
 import * as z from "zod";
+import { placeAgentIn } from "../../lib/agent_groups/store.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import type { Services } from "../../lib/services.ts";
 import { agentPasswordHash, type AgentRecord, agents, buildAgent } from "../../lib/store/agents.ts";
@@ -78,6 +80,7 @@ export const agentResource: Resource<AgentRecord, AgentView> = {
     if ((await queuesOfAgent(tx.store, agent.id)).length) {
       throw resourceError("Agent is associated with a Queue");
     }
+    await placeAgentIn(tx, agent.id, null); // its group loses it
   },
 };
 

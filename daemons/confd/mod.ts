@@ -16,6 +16,7 @@ import { entityRoutes } from "./entities.ts";
 import { labelRoutes } from "./labels.ts";
 import { switchboardRoutes } from "./switchboards.ts";
 import { agentRoutes } from "./agents.ts";
+import { agentGroupRoutes } from "./agent_groups.ts";
 import { userAgentRoutes } from "./user_agents.ts";
 import { queueRoutes } from "./queues.ts";
 import { webServiceUserRoutes } from "./webservice_users.ts";
@@ -44,6 +45,7 @@ const areas = [
   labelRoutes,
   switchboardRoutes,
   agentRoutes,
+  agentGroupRoutes,
   userAgentRoutes,
   queueRoutes,
   webServiceUserRoutes,

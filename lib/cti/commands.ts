@@ -75,7 +75,6 @@ const supervisorCommandFields = {
       window: z.unknown().optional(),
       xqos: z.unknown().optional(),
     }),
-  getList: () => z.object({ objectType: z.string() }),
   setAgentQueue: () =>
     z.object({
       agentId: id(),
@@ -99,7 +98,6 @@ const commandFields = {
   agentLogout: () => z.object({ agentid: agentId() }),
   pauseAgent: () => z.object({ agentid: agentId(), reason: z.string().nullable().optional() }),
   unpauseAgent: () => z.object({ agentid: agentId() }),
-  getConfig: () => z.object({ objectType: z.string().optional() }),
   getAgentStates: () => z.object({}),
   subscribeToAgentEvents: () => z.object({}),
   ...callCommandFields,

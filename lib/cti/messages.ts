@@ -2,6 +2,7 @@
  * The messages of the CTI socket (docs/cti.md) svc sends, `{msgType, ctiMessage}`, in the shape
  * the xuc JavaScript API (`cti.js`) reads; what the client sends is in lib/cti/commands.ts.
  */
+import type { AgentStatus } from "../agent_control.ts";
 import { type EventMessage, type PhoneEventMessage, serviceFields } from "../events/messages.ts";
 import type { PhoneStatus } from "../platform/port.ts";
 import type { UserRecord } from "../store/users.ts";
@@ -53,6 +54,18 @@ export function userConfigOf(user: UserRecord): UserConfig {
 export const userConfig = (user: UserRecord): CtiMessage => ({
   msgType: "UserConfigUpdate",
   ctiMessage: userConfigOf(user),
+});
+
+/** An agent's `AgentStateEvent`, as `getAgentStates` and `getAgentDirectory` send it. */
+export const agentStateEvent = (status: AgentStatus): CtiMessage => ({
+  msgType: "AgentStateEvent",
+  ctiMessage: {
+    name: status.state,
+    agentId: status.id,
+    agentNumber: status.number,
+    phoneNb: status.extension ?? "",
+    queues: status.queues.map((queue) => queue.id),
+  },
 });
 
 export const loggedOn = (

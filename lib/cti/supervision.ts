@@ -1,8 +1,8 @@
 /**
  * What supervisors' CTI sockets follow (docs/cti.md, "Supervision"): every queue's
  * `QueueStatistics`, every agent's `AgentStatistics`, the calls waiting in a queue (`QueueCalls`)
- * and the lists of queues, agents and queue members (`getList`), each sent whole when a socket
- * subscribes, then what changed.
+ * and the lists of queues, agents, queue members and agent groups (`getList`), each sent whole
+ * when a socket subscribes, then what changed.
  *
  * - **The figures are computed here**, with the REST routes' own functions (`lib/supervision`),
  *   once per process for every socket following them; the events only say when to look again.
@@ -27,6 +27,7 @@
  * - An agent's `AgentStatistics` is sent again when anything but its durations changed: those grow
  *   every second (a page counts them on from the last figures).
  */
+import { type AgentGroupRecord, groupsByAgent, listAgentGroups } from "../agent_groups/store.ts";
 import type { CoreServices } from "../core_services.ts";
 import type { LiveCall } from "../platform/call_control.ts";
 import {
@@ -51,8 +52,8 @@ export interface Watcher {
   sendText(text: string): void;
 }
 
-/** The lists `getList` answers, by `objectType`. */
-export const LIST_TYPES = ["queue", "agent", "queuemember"] as const;
+/** The lists `getList` follows, by `objectType`. */
+export const LIST_TYPES = ["queue", "agent", "queuemember", "agentgroup"] as const;
 export type ListType = typeof LIST_TYPES[number];
 
 /** Who follows one kind of message, and what they were last sent. */
@@ -95,19 +96,32 @@ class Topic {
 const text = (msgType: string, ctiMessage: unknown) => JSON.stringify({ msgType, ctiMessage });
 
 /** A queue as `QueueList` and `QueueConfig` show it. */
-const queueConfig = (queue: QueueFigures) => ({
+export const queueConfig = (
+  queue: Pick<QueueFigures, "id" | "name" | "displayName" | "number">,
+) => ({
   id: queue.id,
   name: queue.name,
   displayName: queue.displayName ?? queue.name,
   number: queue.number ?? "",
 });
 
-/** An agent as `AgentList` and `AgentConfig` show it. */
-const agentConfig = (agent: AgentFigures) => ({
+/** An agent as `AgentList` and `AgentConfig` show it: `groupId` its group's, null for none. */
+export const agentConfig = (
+  agent: Pick<AgentFigures, "id" | "number" | "firstname" | "lastname">,
+  groupId: number | null,
+) => ({
   id: agent.id,
   number: agent.number,
   firstName: agent.firstname ?? "",
   lastName: agent.lastname ?? "",
+  groupId,
+});
+
+/** An agent group as `AgentGroupList` shows it. */
+export const agentGroupConfig = (group: AgentGroupRecord) => ({
+  id: group.id,
+  name: group.name,
+  displayName: group.display_name ?? group.name,
 });
 
 /**
@@ -183,6 +197,7 @@ export class SupervisionFeed {
     queue: new Topic(),
     agent: new Topic(),
     queuemember: new Topic(),
+    agentgroup: new Topic(),
   };
   /** The followers of each queue's waiting calls. */
   readonly #calls = new Map<number, Topic>();
@@ -321,12 +336,14 @@ export class SupervisionFeed {
     const lists = this.#lists;
     const wantQueues = this.#queueStats.active || lists.queue.active;
     const wantAgents = this.#agentStats.active || lists.agent.active || lists.queuemember.active;
+    const wantGroups = lists.agent.active || lists.agentgroup.active;
     const followed = [...this.#calls].filter(([, topic]) => topic.active);
-    const [queues, agents, calls, waiting] = await Promise.all([
+    const [queues, agents, calls, waiting, groups] = await Promise.all([
       wantQueues ? queueFigures(services) : [],
       wantAgents ? agentFigures(services) : [],
       this.#agentStats.active ? services.platform.liveCalls() : [],
       Promise.all(followed.map(([id]) => waitingCalls(services, id))),
+      wantGroups ? listAgentGroups(services.store) : [],
     ]);
     if (this.#queueStats.active) {
       const now = byKey(queues, (q) => q.id, (q) => JSON.stringify(queueStatistics(q)));
@@ -343,15 +360,24 @@ export class SupervisionFeed {
       );
     }
     if (lists.agent.active) {
-      const now = byKey(agents, (a) => a.id, (a) => JSON.stringify(agentConfig(a)));
+      const groupOf = groupsByAgent(groups);
+      const config = (a: AgentFigures) => agentConfig(a, groupOf.get(a.id) ?? null);
+      const now = byKey(agents, (a) => a.id, (a) => JSON.stringify(config(a)));
       const changed = differing(now, lists.agent.sent);
       lists.agent.publish(
-        [text("AgentList", agents.map(agentConfig))],
+        [text("AgentList", agents.map(config))],
         changed.map((key) => text("AgentConfig", JSON.parse(now.get(key)!))),
         now,
       );
     }
     if (lists.queuemember.active) this.#publishMembers(agents);
+    if (lists.agentgroup.active) {
+      // the whole list again when any group changed (xuc sends no single group)
+      const list = text("AgentGroupList", groups.map(agentGroupConfig));
+      const now = new Map([["groups", list]]);
+      const changed = differing(now, lists.agentgroup.sent).length > 0;
+      lists.agentgroup.publish([list], changed ? [list] : [], now);
+    }
     if (this.#agentStats.active) this.#publishAgentStats(agents, calls);
     followed.forEach(([queueId, topic], i) => {
       const message = JSON.stringify(queueCallsMessage(queueId, waiting[i] ?? []));

@@ -1,9 +1,9 @@
 /**
  * The supervisors' commands of the CTI channel (docs/cti.md, "Supervision"), as xuc's `cti.js`
  * sends them: subscriptions to queue and agent statistics and to a queue's waiting calls, a
- * queue's statistics once, the lists of queues, agents and queue members, an agent's queue
- * membership; and (`runAgentControl`) pause, unpause and log out of another agent than the user's
- * own. Each checks the ACL of the REST route doing the same (`routes/supervision.ts`), filled with
+ * queue's statistics once, an agent's queue membership (the lists of queues, agents and queue
+ * members are `getList`'s, lib/config_lists/cti.ts); and (`runAgentControl`) pause, unpause and
+ * log out of another agent than the user's own. Each checks the ACL of the REST route doing the same (`routes/supervision.ts`), filled with
  * the ids it names, and runs through the same code (`lib/supervision`). A supervisor (a CTI user
  * whose record has `supervision_enabled`) holds them all through `alias.supervisor`; a plain CTI
  * user is refused `Forbidden`.
@@ -23,7 +23,7 @@ import {
 import { getQueue } from "../store/queues.ts";
 import { type Command, commandSchema, type SupervisorCommandName } from "./commands.ts";
 import { type CtiMessage } from "./messages.ts";
-import { LIST_TYPES, type ListType, type SupervisionFeed, type Watcher } from "./supervision.ts";
+import type { SupervisionFeed, Watcher } from "./supervision.ts";
 
 /** The ACL of each supervisor command: the REST route's doing the same. */
 export const SUPERVISOR_COMMAND_ACLS = {
@@ -55,16 +55,6 @@ export interface SupervisorCommandContext {
 const queueNotFound = (queueId: number) =>
   new ApiError(404, "QueueNotFound", `queue ${queueId} does not exist`);
 
-/** The ACL of `getList`'s each list. */
-const LIST_ACLS: Record<ListType, string> = {
-  queue: SUPERVISOR_COMMAND_ACLS.queues,
-  agent: SUPERVISOR_COMMAND_ACLS.agents,
-  queuemember: SUPERVISOR_COMMAND_ACLS.agents,
-};
-
-const isListType = (type: string): type is ListType =>
-  (LIST_TYPES as readonly string[]).includes(type);
-
 /** Runs the supervisor command `name` with the fields the client sent. */
 export async function runSupervisorCommand(
   c: SupervisorCommandContext,
@@ -95,18 +85,6 @@ export async function runSupervisorCommand(
       const [queue] = await queueFigures(services, [queueId]);
       if (!queue) throw queueNotFound(queueId);
       return c.reply(queueStatistics(queue));
-    }
-    case "getList": {
-      const { objectType } = fields(name);
-      if (!isListType(objectType)) {
-        throw new ApiError(
-          400,
-          "BadRequest",
-          `unknown objectType ${JSON.stringify(objectType)} (${LIST_TYPES.join(", ")})`,
-        );
-      }
-      c.authorize(LIST_ACLS[objectType]);
-      return await feed.followList(watcher, objectType);
     }
     case "setAgentQueue": {
       const { agentId, queueId, penalty } = fields(name);

@@ -252,15 +252,19 @@ export async function markAgent(
 /**
  * Applies the counter changes of queue call events, each event's once (its `id`, see
  * `lib/store/platform_done.ts`): `changes` tells an event's; events already counted are skipped,
- * the others counted with their mark, 10 per commit at most. Answers the events counted.
+ * the others counted with their mark, 10 per commit at most, and with what `more` puts in the
+ * same commit for them (sets only: it may be called again for the same events). Answers the
+ * events counted.
  */
 export async function addCountersOnce<T extends { id?: string }>(
   store: Store,
   events: readonly T[],
   changes: (event: T) => CounterChange[],
+  more?: (op: Deno.AtomicOperation, events: T[]) => void,
 ): Promise<T[]> {
   const commits = await writeOnce(store, "supervision", events, (op, chunk) => {
     counterMutations(op, chunk.flatMap(changes));
+    more?.(op, chunk);
   });
   return commits.flatMap((commit) => commit.items);
 }

@@ -4,14 +4,16 @@
  *
  * - {@link Supervision} is built once per process (`lib/services.ts`): its `handle` is a platform
  *   listener that turns queue call and agent state events into day counters in the store (in the
- *   one process that hands platform events on), counts them for `/metrics`, and has the changed
- *   queues' `QueueStatistics` sent once `start()`ed; `prune()` deletes days past the retention.
+ *   one process that hands platform events on) and, in the same commits, the queue call history
+ *   (`lib/call_history/queue_calls.ts`), counts them for `/metrics`, and has the changed queues'
+ *   `QueueStatistics` sent once `start()`ed; `prune()` deletes days past the retention.
  * - What any process answers, from the platform and the store, through `CoreServices`:
  *   {@link queueFigures}, {@link waitingCalls}, {@link agentFigures}, {@link supervisionHistory},
  *   {@link queueIntervals};
  *   and the commands {@link pauseAgent}, {@link unpauseAgent}, {@link logoutAgent},
  *   {@link addToQueue}, {@link removeFromQueue}.
  */
+import { queueCallMutations } from "../call_history/queue_calls.ts";
 import type { CoreServices } from "../core_services.ts";
 import type { AgentStateEvent, PlatformEvent, QueueCallEvent } from "../platform/port.ts";
 import type { Registry } from "../prom_client.ts";
@@ -44,6 +46,8 @@ export { queueIntervals } from "./intervals.ts";
 export { queueFigures, waitingCalls } from "./queues.ts";
 export type { AgentFigures, QueueFigures } from "./schemas.ts";
 export { queueStatistics, STATISTICS_INTERVAL_MS } from "./statistics.ts";
+
+const DAY_MS = 86_400_000;
 
 /** How many times an agent's state change is tried against a mark that moved meanwhile. */
 const MARK_ATTEMPTS = 5;
@@ -97,11 +101,14 @@ export class Supervision {
     if (!calls.length && !agents.length) return;
     if (calls.length) {
       const names = await this.#names(calls.map((event) => event.queueId));
-      // each event once, whatever the number of processes handing it over (its id)
+      // each event once, whatever the number of processes handing it over (its id); the queue
+      // call history in the same commit (lib/call_history/queue_calls.ts)
+      const keepMs = this.services.config.callHistoryRetentionDays * DAY_MS;
       const counted = await addCountersOnce(
         this.services.store,
         calls,
         (event) => queueCallChanges(event, now, this.settings, names.get(event.queueId)),
+        (op, chunk) => queueCallMutations(op, chunk, now, keepMs),
       );
       for (const event of counted) this.#countCall(event, names.get(event.queueId) ?? "");
     }

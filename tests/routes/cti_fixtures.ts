@@ -90,17 +90,22 @@ export interface Fixture {
 
 export async function fixture(env: Record<string, string> = {}): Promise<Fixture> {
   const ctx = await setup(env);
-  const api = await confd(ctx);
+  return { ctx, api: await confd(ctx), ...serve(ctx) };
+}
+
+/**
+ * Serves `ctx`'s app on a loopback port: `open` opens a socket with a token and waits for its
+ * `LoggedOn`; `close` closes every socket, then the hub, the platform, the server and the store.
+ */
+export function serve(ctx: TestContext) {
   const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, ctx.app.fetch);
   const base = `127.0.0.1:${server.addr.port}`;
   const clients: Client[] = [];
   return {
-    ctx,
-    api,
     base,
     server,
     clients,
-    async open(token) {
+    async open(token: string) {
       const client = new Client(new WebSocket(`ws://${base}${V2}/cti?token=${token}`));
       clients.push(client);
       await client.type("LoggedOn");

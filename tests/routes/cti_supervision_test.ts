@@ -6,98 +6,9 @@
  * of a token holding only some of the ACLs, of bad and unknown ids.
  */
 import assert from "node:assert/strict";
-import { REFRESH_INTERVAL_MS } from "../../lib/cti/supervision.ts";
 import { queueStatistics } from "../../lib/supervision/mod.ts";
-import { addAgent } from "../lib/platform/fixtures.ts";
-import { confd, ctiUser, login } from "../helpers.ts";
-import { Client, type Message, V2 } from "./cti_fixtures.ts";
-import { callCenter } from "./supervision_fixtures.ts";
-
-/** The call centre of supervision_fixtures.ts, a second queue, served on loopback. */
-async function world() {
-  const center = await callCenter();
-  const { t, ctx } = center;
-  const support = await t.api.create("/queues", { name: "support", number: "3001" }) as {
-    id: number;
-  };
-  const second = await addAgent(t, "8002", support.id);
-  const admin = await confd(ctx);
-  const sam = await ctiUser(ctx, "sam");
-  const enabled = await admin.put(`/users/${sam.id}`, { supervision_enabled: true });
-  assert.equal(enabled.status, 204);
-  await ctiUser(ctx, "pat"); // a plain CTI user
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, ctx.app.fetch);
-  const clients: Client[] = [];
-  const open = async (token: string) => {
-    const client = new Client(
-      new WebSocket(`ws://127.0.0.1:${server.addr.port}${V2}/cti?token=${token}`),
-    );
-    clients.push(client);
-    await client.type("LoggedOn");
-    return client;
-  };
-  return {
-    ...center,
-    support: support.id,
-    second,
-    open,
-    supervisor: () => login(ctx, "login", "sam").then(open),
-    plain: () => login(ctx, "login", "pat").then(open),
-    /** Runs the refreshes due after a change. */
-    flush: () => ctx.clock.advance(REFRESH_INTERVAL_MS),
-    async close() {
-      for (const client of clients) client.socket.close();
-      await Promise.all(clients.map((client) => client.closed));
-      ctx.services.cti.close();
-      await ctx.services.platform.close();
-      await server.shutdown();
-      ctx.services.store.close();
-    },
-  };
-}
-
-type World = Awaited<ReturnType<typeof world>>;
-
-const ofType = (msgType: string, test: (message: Message) => boolean = () => true) =>
-(
-  message: Message,
-) => message.msgType === msgType && test(message);
-
-/** A statistics list as an object. */
-const named = (list: unknown, key = "name") =>
-  Object.fromEntries(
-    (list as Record<string, unknown>[]).map((item) => [item[key], item.value]),
-  );
-
-/** The next `Error` of `command`; its `error` and `message`. */
-async function refusal(client: Client, command: string) {
-  const error = await client.next(
-    ofType("Error", (m) => m.ctiMessage.command === command),
-    `${command}'s Error`,
-  );
-  return { error: error.ctiMessage.error, message: error.ctiMessage.message };
-}
-
-/** The next `AgentError` of `command` (an agent command the agent's state refuses). */
-async function agentRefusal(client: Client, command: string) {
-  const error = await client.next(
-    ofType("AgentError", (m) => m.ctiMessage.command === command),
-    `${command}'s AgentError`,
-  );
-  return { error: error.ctiMessage.Error, message: error.ctiMessage.message };
-}
-
-/** Sends a ping and waits for its Pong: what the socket was sent before is in. */
-async function settled(client: Client): Promise<void> {
-  client.send({ claz: "ping" });
-  await client.type("Pong");
-}
-
-/** Sends a command and waits until it ran (the socket runs messages in order). */
-async function command(client: Client, name: string, fields: Record<string, unknown> = {}) {
-  client.web(name, fields);
-  await settled(client);
-}
+import { agentRefusal, command, named, ofType, refusal, settled, world } from "./cti_center.ts";
+import type { Message } from "./cti_fixtures.ts";
 
 Deno.test("a plain CTI user is refused every supervisor command, naming the REST route's ACL", async () => {
   const w = await world();
@@ -397,7 +308,7 @@ Deno.test("getList: queues, agents, members; then their changes; setAgentQueue a
   const w = await world();
   try {
     const sam = await w.supervisor();
-    sam.web("getList", { objectType: "meetme" });
+    sam.web("getList", { objectType: "basequeuemember" });
     assert.equal((await refusal(sam, "getList")).error, "BadRequest");
     sam.web("getList", { objectType: "queue" });
     assert.deepEqual((await sam.type("QueueList")).ctiMessage, [
@@ -406,8 +317,8 @@ Deno.test("getList: queues, agents, members; then their changes; setAgentQueue a
     ]);
     sam.web("getList", { objectType: "agent" });
     assert.deepEqual((await sam.type("AgentList")).ctiMessage, [
-      { id: w.agent.id, number: "8001", firstName: "", lastName: "" },
-      { id: w.second.id, number: "8002", firstName: "", lastName: "" },
+      { id: w.agent.id, number: "8001", firstName: "", lastName: "", groupId: null },
+      { id: w.second.id, number: "8002", firstName: "", lastName: "", groupId: null },
     ]);
     sam.web("getList", { objectType: "queuemember" });
     assert.deepEqual((await sam.type("QueueMemberList")).ctiMessage, [
