@@ -48,8 +48,8 @@ Deno.test("getConfig: the user's own config and line, to anyone", async () => {
     assert.equal((await w.admin.put(`/endpoints/sip/${sip.id}`, { options })).status, 204);
     const device = await w.admin.create("/devices", { vendor: "Snom", model: "D785" });
     assert.equal((await w.admin.put(`/lines/${line.id}/devices/${device.id}`)).status, 204);
-    alice.web("getConfig", { objectType: "line" });
-    const webRtc = (await alice.type("LineConfig")).ctiMessage;
+    await command(alice, "getConfig", { objectType: "line" });
+    const webRtc = alice.messages.findLast((m) => m.msgType === "LineConfig")!.ctiMessage;
     assert.deepEqual([webRtc.webRtc, webRtc.hasDevice, webRtc.vendor], [true, true, "Snom"]);
     // a WebRTC line's own secret, for the user's browser to register with (lib/cti_session)
     assert.equal(webRtc.password, sip.secret);

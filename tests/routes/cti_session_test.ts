@@ -68,7 +68,9 @@ Deno.test("LineConfig and RightProfile follow the greeting; getConfig line answe
     assert.deepEqual((await client.type("LineConfig")).ctiMessage, line);
     client.web("getConfig", { objectType: "user" });
     assert.equal((await client.type("UserConfigUpdate")).ctiMessage.userId, alice.id);
-    client.web("getConfig", { objectType: "queue" });
+    client.web("getConfig", { objectType: "queue" }); // a supervisor's (docs/cti.md, Configuration)
+    assert.equal((await client.type("Error")).ctiMessage.error, "Forbidden");
+    client.web("getConfig", { objectType: "nosuchtype" });
     assert.equal((await client.type("Error")).ctiMessage.error, "BadRequest");
   } finally {
     await f.close();
