@@ -7,6 +7,8 @@
  *   route it stands beside) with `Content-Type` and an `X-Request-Id` of a counter. It shows what
  *   Deno's HTTP server itself charges for headers read and written and for the body, which the
  *   hello world does not pay;
+ * - with `read`, the hello world reading each request's body first, as a minimal app does
+ *   (`await request.text()`, a cut body ignored): the baseline of `deno task bench memory`;
  * - with `json-kv <bytes> [store]`, the same answer after one read of one Deno KV key (`store`,
  *   `:memory:` by default), the least a route does whose answer must be checked against the store
  *   on each request (another process sharing it may have changed it). Requests arriving while a
@@ -63,5 +65,11 @@ const handler = mode === "json"
   ? jsonAnswer(Number(bytes))
   : mode === "json-kv"
   ? jsonAfterRead(Number(bytes), store)
+  : mode === "read"
+  ? async (request: Request) => {
+    // a body cut short is no answer's business here: the hello is answered all the same
+    await request.text().catch(() => "");
+    return new Response("Hello, world!");
+  }
   : () => new Response("Hello, world!");
 Deno.serve({ hostname: "127.0.0.1", port, onListen() {} }, handler);

@@ -185,12 +185,12 @@ async function answerOf(response: Response): Promise<StoredAnswer> {
   return { status: response.status, headers, body };
 }
 
-/** A kept answer, replayed. */
-function replay({ status, headers, body }: StoredAnswer): Response {
+/** A kept answer, replayed (through the context, which adds the request's `X-Request-Id`). */
+function replay(c: Context<AppEnv>, { status, headers, body }: StoredAnswer): Response {
   const replayed = new Headers(headers);
   replayed.set(REPLAYED_HEADER, "true");
   const empty = status === 204 || status === 205 || status === 304;
-  return new Response(empty ? null : body as Uint8Array<ArrayBuffer>, {
+  return c.newResponse(empty ? null : body as Uint8Array<ArrayBuffer>, {
     status: status as ContentfulStatusCode,
     headers: replayed,
   });
@@ -227,7 +227,7 @@ export function idempotent(
     switch (outcome.kind) {
       case "answered":
         logger.info("idempotent replay", { requestId, status: outcome.answer.status });
-        return replay(outcome.answer);
+        return replay(c, outcome.answer);
       case "running": {
         const response = refuse(c, {
           status: 409,

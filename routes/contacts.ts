@@ -260,6 +260,7 @@ type Statuses = Map<string, PhoneStatus>;
  * still current is answered at once, without a promise (the hot path).
  */
 function listView(
+  c: Context<AppEnv>,
   services: Services,
   phoneStatuses: (numbers: Iterable<string>) => Promise<Statuses>,
   userId: number,
@@ -269,13 +270,14 @@ function listView(
   if (recent) {
     const body = derive(recent).body;
     const version = platform.phoneStatusVersion();
-    if (body && version !== null && body.version === version) return jsonResponse(body.text);
+    if (body && version !== null && body.version === version) return jsonResponse(c, body.text);
   }
-  return freshListView(services, phoneStatuses, userId);
+  return freshListView(c, services, phoneStatuses, userId);
 }
 
 /** The list view after reading what may have changed: the contacts, the statuses. */
 async function freshListView(
+  c: Context<AppEnv>,
   services: Services,
   phoneStatuses: (numbers: Iterable<string>) => Promise<Statuses>,
   userId: number,
@@ -302,10 +304,11 @@ async function freshListView(
     }
     body = derived.body = { version, signature, text };
   }
-  return jsonResponse(body.text);
+  return jsonResponse(c, body.text);
 }
 
-const jsonResponse = (text: string) => new Response(text, { headers: JSON_HEADERS });
+/** Built through the context, which gives it the request's headers (`X-Request-Id`). */
+const jsonResponse = (c: Context<AppEnv>, text: string) => c.body(text, 200, JSON_HEADERS);
 
 const JSON_HEADERS = { "Content-Type": "application/json" };
 
@@ -387,7 +390,7 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
           summary: "The user's personal contacts: the list view",
           responses: { 200: listSchema },
         }),
-        (c) => listView(services, phoneStatuses, owner(c)),
+        (c) => listView(c, services, phoneStatuses, owner(c)),
       ),
     )
     .get(
@@ -395,7 +398,7 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
       acl("svc.rest.contact.display.personal.read"),
       operation(
         () => ({ summary: "The list view, under its other name", responses: { 200: listSchema } }),
-        (c) => listView(services, phoneStatuses, owner(c)),
+        (c) => listView(c, services, phoneStatuses, owner(c)),
       ),
     )
     .post(

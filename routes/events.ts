@@ -77,7 +77,8 @@ export function eventRoutes(services: Services): Hono<AppEnv> {
         if (resumeFrom !== null && !EVENT_ID.test(resumeFrom)) {
           throw new ApiError(400, "BadRequest", "Last-Event-ID is no event id of this server");
         }
-        return new Response(eventStream(services, username ?? null, resumeFrom), {
+        // through the context, which adds the request's headers (`X-Request-Id`)
+        return c.newResponse(eventStream(services, username ?? null, resumeFrom), {
           headers: {
             "Content-Type": "text/event-stream",
             "Cache-Control": "no-store",

@@ -1,19 +1,26 @@
 /**
- * Malformed requests of every kind over every route of the real server (issue 27 §6): the route
- * table of the app `createApp` builds, each route with its path parameters filled in, sent over raw
- * TCP connections (one request each, `Connection: close`) so that a body can be cut, oversized or
- * streamed exactly as a hostile client would.
+ * Malformed requests of every kind over every route of the real server (issue 27 §6, issue 43 §2):
+ * the route table of the app `createApp` builds, each route with its path parameters filled in,
+ * sent over raw TCP connections (one request each, `Connection: close`) so that a body can be cut,
+ * oversized, streamed or framed wrongly exactly as a hostile client would.
  *
- * The kinds, in turn, each request different from all others:
- * - a route taking a body (POST, PUT, PATCH, DELETE):
- *   - 10 MiB + 1 byte announced by `Content-Length`, and sent (413 at once);
- *   - 10 MiB + 1 byte chunked, without a length (read up to the route's limit, then 413);
- *   - a JSON string of 1 MiB (just under the limit, so it is read and parsed);
+ * The kinds, in turn, each request different from the ones before:
+ * - a route taking a body (POST, PUT, PATCH, DELETE), with a valid token:
+ *   - one byte over the route's limit ({@link bodyLimit}: 10 MiB for a CSV import, else 1 MiB),
+ *     announced by `Content-Length` and sent (413 at once);
+ *   - as much, chunked without a length (413 once the limit is passed);
+ *   - as much behind a `Content-Length` that lies (40 bytes): what follows them is no request;
+ *   - a JSON string just under the limit (read whole and parsed: the largest bodies svc reads);
+ *   - CSV that is wrong (`text/csv`): just under the limit on an import route, with bad values,
+ *     a quote that never closes or bytes that are no UTF-8; 64 KiB of it elsewhere;
+ *   - JSON of the wrong types (numbers for strings, arrays for objects, a bare value…);
  *   - arrays nested 3,000 deep;
  *   - a body cut short: `Content-Length: 100`, 10 bytes, then a half-close;
- *   - bytes that are no JSON;
- * - every route: a bearer token that is no JWT, a JWT signed with another key, an 8 KB token,
- *   and a valid token on a path value that names nothing.
+ *   - bytes that are no JSON (with an `Idempotency-Key`);
+ * - every route: a bearer token that is no JWT, a JWT signed with another key, an 8 KB token, a
+ *   valid token on a path value that names nothing, and odd headers with a valid token
+ *   (multipart without a boundary or cut, `Content-Encoding: gzip` on plain bytes, `Expect:
+ *   100-continue`, 90 extra headers, an 8 KB request id, a key too long, both framings at once…).
  *
  * `tests/e2e/memory_abuse_test.ts` and `deno task bench memory` send them.
  */
@@ -42,6 +49,15 @@ export async function everyRoute(): Promise<Route[]> {
   }
 }
 
+/** The routes that import a CSV file. */
+const CSV_IMPORT = /\/(contact\/import\/personal|callback_requests\/csv|users\/import)$/;
+
+/**
+ * The largest body a route reads, as the docs give it: 10 MiB for a CSV import (decisions §3,
+ * §10, §11), 1 MiB for any other.
+ */
+export const bodyLimit = (path: string) => CSV_IMPORT.test(path) ? 10 * MiB : MiB;
+
 /** A JWT of the right shape signed with a key svc does not have. */
 const FOREIGN_TOKEN = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." +
   "eyJsb2dpbiI6ImFidXNlIiwic3ViIjoiMSIsImV4cCI6NDEwMjQ0NDgwMH0." +
@@ -51,87 +67,231 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /** The kinds of malformed request a route taking a body gets, and the ones every route gets. */
 export const BODY_KINDS = [
-  "oversized",
-  "oversized-chunked",
-  "string-1mib",
+  "over-limit",
+  "over-limit-chunked",
+  "lying-length",
+  "near-limit",
+  "broken-csv",
+  "wrong-types",
   "nested-3000",
   "cut",
   "not-json",
 ] as const;
-export const ANY_KINDS = ["garbage-token", "foreign-token", "huge-token", "odd-value"] as const;
+export const ANY_KINDS = [
+  "garbage-token",
+  "foreign-token",
+  "huge-token",
+  "odd-value",
+  "odd-headers",
+] as const;
 export type Kind = typeof BODY_KINDS[number] | typeof ANY_KINDS[number];
+
+/** A body as sent. */
+export interface Body {
+  /** What is sent: these bytes, or as many bytes of `a`. */
+  content: Uint8Array | number;
+  /**
+   * How its length is told: `Content-Length` of the content (by default) or of another number (a
+   * lie), or chunked without a length.
+   */
+  length?: number | "chunked";
+  /** The connection is half-closed after the body: a body cut short ends there. */
+  halfClose?: boolean;
+}
 
 /** One request of the abuse: what is sent, raw. */
 export interface Abuse {
   kind: Kind;
   method: string;
   path: string;
-  headers: Record<string, string>;
-  /**
-   * The body, sent whole (`bytes`), sent as chunks without a last one (`chunked`), or `length`
-   * bytes of it sent and the connection half-closed (`cut`).
-   */
-  body?:
-    | { how: "bytes"; bytes: Uint8Array }
-    | { how: "chunked"; size: number }
-    | { how: "cut"; bytes: Uint8Array; declared: number };
+  /** Header lines in order (a name may come twice); the body's framing is added as it says. */
+  headers: [string, string][];
+  body?: Body;
 }
 
 const encoder = new TextEncoder();
 
-/** 10 MiB + 1 byte of JSON-looking text, made once. */
-let oversized: Uint8Array | null = null;
-const oversizedBody = () => oversized ??= encoder.encode(`{"x":"${"a".repeat(10 * MiB - 7)}"}`);
-/** A JSON object holding a 1 MiB string less a little: under the 1 MiB limit of most routes. */
-let stringBody: Uint8Array | null = null;
-const string1MiB = () => stringBody ??= encoder.encode(`{"name":"${"é".repeat(MiB / 2 - 16)}"}`);
+/** Made once each: the large bodies, by size. */
+const made = new Map<string, Uint8Array>();
+const once = (key: string, make: () => Uint8Array) => {
+  let bytes = made.get(key);
+  if (!bytes) made.set(key, bytes = make());
+  return bytes;
+};
+
+/** A JSON object holding one string of two-byte characters, `size` bytes in all, just under it. */
+const nearLimit = (size: number) =>
+  once(`json ${size}`, () => encoder.encode(`{"name":"${"é".repeat(size / 2 - 16)}"}`));
+
+/** The lines of wrong CSV, in turn: bad values, a quote never closed, a formula, a NUL… */
+const CSV_LINES = [
+  "abc,12x,maybe,-1,1e999,,,,,,,,,,,,,,,,,,",
+  '"never closed,x,y\n',
+  "=cmd|' /C calc'!A0,@SUM(1),+1,-1,\t,\r",
+  "a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t,u,v,w,x,y,z,1,2,3,4,5,6,7,8,9",
+  "\0\0\0,\u202e,\ufeff,\ud800x",
+];
+/** Wrong CSV of about `size` bytes (its header names columns no import has); variant `n`. */
+const brokenCsv = (size: number, n: number) =>
+  once(`csv ${size} ${n % 3}`, () => {
+    if (n % 3 === 2) {
+      // bytes that are no UTF-8
+      return Uint8Array.from({ length: size }, (_, i) => (i % 7 ? 0xc3 : 0xff));
+    }
+    const line = n % 3 === 0 ? CSV_LINES.join("\n") : CSV_LINES.slice(1).join("\n");
+    const head = "firstname,lastname,enabled,entity_id,exten,phone,mail,listUuid\n";
+    const bytes = encoder.encode(head + `${line}\n`.repeat(Math.ceil(size / line.length)));
+    return bytes.subarray(0, size); // cut in a line, maybe in a character: wrong all the same
+  });
+
+/** JSON values of the wrong types, in turn. */
+const WRONG_TYPES = [
+  `{"name":1,"firstname":[],"lastname":{},"state":"maybe","number":true,"login":null,` +
+  `"password":123,"enabled":"yes","id":"x","ids":"1,2","queueId":1.5,"uuid":42,"username":[1]}`,
+  `[{"name":"a"},{"name":"b"}]`,
+  "42",
+  `"just a string"`,
+  "null",
+  `{"__proto__":{"admin":true},"constructor":{"prototype":{"x":1}}}`,
+  `{"name":"${"x".repeat(4000)}","number":"${"9".repeat(400)}","state":-1e308}`,
+];
+
 const NESTED = encoder.encode(`{"name":${"[".repeat(3_000)}${"]".repeat(3_000)}}`);
+
+/** Odd headers, in turn (each with a valid token; a small body where the method takes one). */
+function oddHeaders(n: number): { headers: [string, string][]; body?: Body } {
+  const small = encoder.encode(`{"state": "${n}"}`);
+  switch (n % 9) {
+    case 0:
+      return {
+        headers: [["Content-Type", "multipart/form-data"]],
+        body: { content: encoder.encode(`--x\r\nContent-Disposition: form-data; name="file"\r\n`) },
+      };
+    case 1:
+      return {
+        headers: [["Content-Type", "multipart/form-data; boundary=zz"]],
+        body: {
+          content: encoder.encode(
+            `--zz\r\nContent-Disposition: form-data; name="file"; ` +
+              `filename="a.csv"\r\n\r\n${"a,b\n".repeat(1000)}`,
+          ),
+        },
+      };
+    case 2:
+      return { headers: [["Content-Encoding", "gzip"]], body: { content: small } };
+    case 3:
+      return {
+        headers: [["Content-Type", "application/json; charset=utf-16"], ["Expect", "100-continue"]],
+        body: { content: small },
+      };
+    case 4:
+      return {
+        headers: Array.from({ length: 90 }, (_, i): [string, string] => [`X-Odd-${i}`, `${n}`]),
+        body: { content: small },
+      };
+    case 5:
+      return {
+        headers: [
+          ["X-Request-Id", "r".repeat(8_000)],
+          ["Idempotency-Key", `"${"k".repeat(4_000)}${n}"`],
+        ],
+        body: { content: small },
+      };
+    case 6:
+      return {
+        headers: [
+          ["Accept", "text/csv; q=bogus, */*;q=2"],
+          ["Accept-Encoding", "gzip;q=2, br;q=-1"],
+          ["Origin", "null"],
+          ["X-Forwarded-For", `::ffff:999.1.1.${n}, garbage`],
+          ["Prefer", "respond-async; wait=-1"],
+          ["Last-Event-ID", `${"9".repeat(400)}`],
+        ],
+        body: { content: small },
+      };
+    case 7:
+      // both framings: the chunked one counts (RFC 9112 §6.3)
+      return { headers: [["Content-Length", "5"]], body: { content: small, length: "chunked" } };
+    default:
+      return {
+        headers: [["Upgrade", "websocket"], ["X-Auth-Token", `${n}`], [
+          "Cookie",
+          "c".repeat(8_000),
+        ]],
+        body: { content: small },
+      };
+  }
+}
 
 /** The `n`th request of the abuse on `route`, with `token` where a valid token is wanted. */
 export function abuse(route: Route, kind: Kind, n: number, token: string): Abuse {
   const [method, template] = route;
   const value = kind === "odd-value" ? `%2e%2e${n}` : `${n}x`;
   const path = template.replace(/:[A-Za-z_]+(\{[^}]*\})?/g, value) || "/";
-  const auth = (authorization: string) => ({ Authorization: authorization });
-  const json = { "Content-Type": "application/json" };
-  const valid = auth(`Bearer ${token}`);
-  /** A JSON request with a valid token and `body`. */
-  const withBody = (body: Abuse["body"], extra: Record<string, string> = {}): Abuse => ({
+  const limit = bodyLimit(path);
+  const bearer = (token: string): [string, string] => ["Authorization", `Bearer ${token}`];
+  const valid = bearer(token);
+  const json: [string, string] = ["Content-Type", "application/json"];
+  /** A request with a valid token and `body`. */
+  const withBody = (body: Body, headers: [string, string][] = [json]): Abuse => ({
     kind,
     method,
     path,
-    headers: { ...valid, ...json, ...extra },
+    headers: [valid, ...headers],
     body,
   });
   switch (kind) {
-    case "oversized":
-      return withBody({ how: "bytes", bytes: oversizedBody() });
-    case "oversized-chunked":
-      return withBody({ how: "chunked", size: 10 * MiB + 1 });
-    case "string-1mib":
-      return withBody({ how: "bytes", bytes: string1MiB() });
+    case "over-limit":
+      return withBody({ content: limit + 1 });
+    case "over-limit-chunked":
+      return withBody({ content: limit + 1, length: "chunked" });
+    case "lying-length":
+      return withBody({ content: limit + 1, length: 40 });
+    case "near-limit":
+      return withBody({ content: nearLimit(limit) });
+    case "broken-csv": {
+      const size = limit === MiB ? 64 * 1024 : limit - 1024;
+      return withBody({ content: brokenCsv(size, n) }, [["Content-Type", "text/csv"]]);
+    }
+    case "wrong-types":
+      return withBody({ content: encoder.encode(WRONG_TYPES[n % WRONG_TYPES.length]!) });
     case "nested-3000":
-      return withBody({ how: "bytes", bytes: NESTED });
+      return withBody({ content: NESTED });
     case "cut":
       return withBody({
-        how: "cut",
-        bytes: encoder.encode(`{"state": ${n}`.slice(0, 10)),
-        declared: 100,
+        content: encoder.encode(`{"state": ${n}`.slice(0, 10)),
+        length: 100,
+        halfClose: true,
       });
     case "not-json":
-      return withBody({ how: "bytes", bytes: encoder.encode(`{"state": tru${n}`) }, {
-        "Idempotency-Key": crypto.randomUUID(),
-      });
+      return withBody({ content: encoder.encode(`{"state": tru${n}`) }, [
+        json,
+        ["Idempotency-Key", crypto.randomUUID()],
+      ]);
     case "garbage-token":
-      return { kind, method, path, headers: auth(`Bearer ${crypto.randomUUID()}${n}`) };
+      return { kind, method, path, headers: [bearer(`${crypto.randomUUID()}${n}`)] };
     case "foreign-token":
-      return { kind, method, path, headers: auth(`Bearer ${FOREIGN_TOKEN}${n}`) };
+      return { kind, method, path, headers: [bearer(`${FOREIGN_TOKEN}${n}`)] };
     case "huge-token":
-      return { kind, method, path, headers: auth(`Bearer ${"x".repeat(8_000)}${n}`) };
+      return { kind, method, path, headers: [bearer(`${"x".repeat(8_000)}${n}`)] };
     case "odd-value":
-      return { kind, method, path, headers: valid };
+      return { kind, method, path, headers: [valid] };
+    case "odd-headers": {
+      const { headers, body } = oddHeaders(n);
+      return BODY_METHODS.has(method) && body
+        ? withBody(body, headers)
+        : { kind, method, path, headers: [valid, ...headers.filter(([name]) => !FRAMING[name])] };
+    }
   }
 }
+
+/** Headers that tell a body's framing or type: not sent without a body. */
+const FRAMING: Record<string, boolean> = {
+  "Content-Length": true,
+  "Content-Type": true,
+  "Content-Encoding": true,
+  Expect: true,
+};
 
 /** Each route with each kind it takes, in the order the abuse sends them. */
 function plan(routes: Route[]): [Route, Kind][] {
@@ -139,11 +299,6 @@ function plan(routes: Route[]): [Route, Kind][] {
     (BODY_METHODS.has(route[0]) ? [...BODY_KINDS, ...ANY_KINDS] : ANY_KINDS)
       .map((kind): [Route, Kind] => [route, kind])
   );
-}
-
-/** How many requests send each kind to each route once: {@link abuses}' first pass. */
-export function onePass(routes: Route[]): number {
-  return plan(routes).length;
 }
 
 /** Every request of the abuse in turn, `count` of them: each route with each kind it takes. */
@@ -156,9 +311,30 @@ export function* abuses(routes: Route[], token: string, count: number): Generato
 }
 
 const CHUNK_SIZE = 64 * 1024;
-const CHUNK = encoder.encode(`${CHUNK_SIZE.toString(16)}\r\n${"a".repeat(CHUNK_SIZE)}\r\n`);
+const FILLER = encoder.encode("a".repeat(CHUNK_SIZE));
 /** The chunk that ends a chunked body. */
 const LAST_CHUNK = encoder.encode("0\r\n\r\n");
+
+/** The pieces of `content` to write, at most 64 KiB each. */
+function* pieces(content: Uint8Array | number): Generator<Uint8Array> {
+  const size = typeof content === "number" ? content : content.length;
+  for (let at = 0; at < size; at += CHUNK_SIZE) {
+    const end = Math.min(size, at + CHUNK_SIZE);
+    yield typeof content === "number" ? FILLER.subarray(0, end - at) : content.subarray(at, end);
+  }
+}
+
+/** Writes `body` to `connection` as its framing says. */
+async function writeBody(connection: Deno.Conn, body: Body): Promise<void> {
+  const chunked = body.length === "chunked";
+  for (const piece of pieces(body.content)) {
+    if (chunked) await writeAll(connection, encoder.encode(`${piece.length.toString(16)}\r\n`));
+    await writeAll(connection, piece);
+    if (chunked) await writeAll(connection, encoder.encode("\r\n"));
+  }
+  if (chunked) await writeAll(connection, LAST_CHUNK);
+  if (body.halfClose) await connection.closeWrite();
+}
 
 /**
  * Sends `request` to `port` on a new connection and answers the status of the answer, or null
@@ -174,36 +350,22 @@ export async function send(
   const timer = setTimeout(() => connection.close(), timeoutMs);
   try {
     const { body } = request;
-    const headers: Record<string, string> = {
-      Host: "127.0.0.1",
-      Connection: "close",
+    const headers: [string, string][] = [
+      ["Host", "127.0.0.1"],
+      ["Connection", "close"],
       ...request.headers,
-    };
-    if (body?.how === "bytes") headers["Content-Length"] = `${body.bytes.length}`;
-    if (body?.how === "cut") headers["Content-Length"] = `${body.declared}`;
-    if (body?.how === "chunked") headers["Transfer-Encoding"] = "chunked";
-    if (!body && BODY_METHODS.has(request.method)) headers["Content-Length"] = "0";
+    ];
+    if (body?.length === "chunked") headers.push(["Transfer-Encoding", "chunked"]);
+    else if (body) {
+      const size = typeof body.content === "number" ? body.content : body.content.length;
+      headers.push(["Content-Length", `${body.length ?? size}`]);
+    } else if (BODY_METHODS.has(request.method)) headers.push(["Content-Length", "0"]);
     const head = `${request.method} ${request.path} HTTP/1.1\r\n` +
-      Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("") + "\r\n";
+      headers.map(([name, value]) => `${name}: ${value}\r\n`).join("") + "\r\n";
     const reading = readStatus(connection);
     try {
       await writeAll(connection, encoder.encode(head));
-      if (body?.how === "bytes" || body?.how === "cut") await writeAll(connection, body.bytes);
-      if (body?.how === "chunked") {
-        let sent = 0;
-        for (; sent + CHUNK_SIZE <= body.size; sent += CHUNK_SIZE) {
-          await writeAll(connection, CHUNK);
-        }
-        const rest = body.size - sent;
-        if (rest) {
-          await writeAll(
-            connection,
-            encoder.encode(`${rest.toString(16)}\r\n${"a".repeat(rest)}\r\n`),
-          );
-        }
-        await writeAll(connection, LAST_CHUNK);
-      }
-      if (body?.how === "cut") await connection.closeWrite();
+      if (body) await writeBody(connection, body);
     } catch {
       // the server answered and closed before reading it all (a 413): its answer tells
     }
@@ -224,7 +386,10 @@ async function writeAll(connection: Deno.Conn, bytes: Uint8Array): Promise<void>
   }
 }
 
-/** The status of the answer read from `connection` (read to its end), or null. */
+/**
+ * The status of the answer read from `connection` (read to its end), or null; a `100 Continue`
+ * before it is skipped.
+ */
 async function readStatus(connection: Deno.Conn): Promise<number | null> {
   const buffer = new Uint8Array(16 * 1024);
   let head = "";
@@ -232,13 +397,13 @@ async function readStatus(connection: Deno.Conn): Promise<number | null> {
     for (;;) {
       const n = await connection.read(buffer);
       if (n === null) break;
-      if (head.length < 64) head += new TextDecoder().decode(buffer.subarray(0, n));
+      if (head.length < 4096) head += new TextDecoder().decode(buffer.subarray(0, n));
     }
   } catch {
     // reset by the server: what came before tells
   }
-  const status = head.match(/^HTTP\/1\.1 (\d{3}) /)?.[1];
-  return status ? Number(status) : null;
+  const statuses = [...head.matchAll(/^HTTP\/1\.1 (\d{3}) /gm)].map((match) => Number(match[1]));
+  return statuses.find((status) => status >= 200) ?? null;
 }
 
 /** What a burst gave: how many answers of each status (`none` for no answer). */

@@ -136,6 +136,39 @@ Deno.test("bodies over 1 MiB are refused with 413 before being read whole", asyn
   });
 });
 
+Deno.test("a body that never ends: 413 once past the route's limit, whatever its length says", async (t) => {
+  const ctx = await setup();
+  const routes: [path: string, limit: number][] = [
+    ["/svc/api/2.0/auth/login", MiB],
+    ["/1.1/labels", MiB],
+    ["/1.1/users/import", 10 * MiB],
+    ["/svc/api/2.0/contact/import/personal", 10 * MiB],
+  ];
+  const chunk = new Uint8Array(64 * 1024).fill(65);
+  for (const [path, limit] of routes) {
+    for (const length of [null, "100", `${limit}`]) {
+      await t.step(`${path}, Content-Length ${length ?? "none"}`, async () => {
+        let pulled = 0;
+        const stream = new ReadableStream<Uint8Array>({
+          pull(controller) {
+            // ends by itself far beyond the limit, should the server read on
+            if (pulled > limit + 16 * MiB) return controller.close();
+            pulled += chunk.length;
+            controller.enqueue(chunk);
+          },
+        });
+        const headers: Record<string, string> = { "Content-Type": "text/csv" };
+        if (length) headers["Content-Length"] = length;
+        const response = await ctx.app.request(path, { method: "POST", headers, body: stream });
+        assert.equal(response.status, 413);
+        assert.match(await response.text(), /PayloadTooLarge/);
+        // read past the limit, by a chunk at most, then the stream is cancelled
+        assert.ok(pulled > limit && pulled <= limit + 2 * chunk.length, `${pulled} bytes pulled`);
+      });
+    }
+  }
+});
+
 Deno.test("an unexpected failure answers 500 NotHandledError without leaking", async () => {
   const ctx = await setup();
   ctx.app.get("/svc/api/2.0/explode", () => {
