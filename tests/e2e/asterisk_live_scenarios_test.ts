@@ -24,6 +24,8 @@ import { scenarioWorld } from "../lib/platform/fixtures.ts";
 import { capture, check } from "../lib/platform/scenario_runner.ts";
 import { SCENARIOS, type SimPhones } from "../lib/platform/scenarios.ts";
 import { sleep, until } from "./svc_http.ts";
+import type { Store } from "../../lib/store/store.ts";
+import { voicemails } from "../../lib/store/voicemails.ts";
 
 const { prefix: PREFIX, missing } = livePeers("asterisk_live_scenarios_test");
 
@@ -101,9 +103,11 @@ Deno.test({
         const ok = await t.step(scenario.name, async () => {
           const w = await world(recorder.port, pbx);
           try {
+            await scenario.prepare?.(w.w);
             const events: PlatformEvent[] = capture(w.ctx);
             w.platform.start();
             await w.platform.firstSync();
+            await mailboxesLoaded(w.ctx.services.store, pbx);
             const settle = async () => {
               await sleep(400);
               await w.platform.settled();
@@ -154,6 +158,20 @@ Deno.test({
     }
   },
 });
+
+/** Every voicemail of the store is a mailbox of the PBX (svc wrote its file, Asterisk reloaded it). */
+async function mailboxesLoaded(store: Store, pbx: Pbx): Promise<void> {
+  for (const box of await voicemails.all(store)) {
+    await until(
+      async () =>
+        new RegExp(`\\b${box.number}\\b`).test(
+          await pbx.cli(`voicemail show users for ${box.context}`),
+        ),
+      10_000,
+      `mailbox ${box.number}@${box.context}`,
+    );
+  }
+}
 
 /** svc in this process on the Asterisk adapter (through `amiPort`), its people built through `/1.1`. */
 const world = (amiPort: number, pbx: Pbx) => svcOnPbx(amiPort, pbx, scenarioWorld);

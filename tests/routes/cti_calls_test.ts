@@ -321,13 +321,16 @@ Deno.test("getCurrentCallsPhoneEvents: the user's calls as the PhoneEvents of th
     // alice's own phone rings first for her dial, then she waits for bob
     await w.f.ctx.services.platform.dialNumber(w.users.alice, "1002", {});
     const own = await w.callOf("alice");
+    const names: Record<string, string> = { "1002": "bob", "1003": "carol" };
     const shown = (eventType: string, otherDN: string, call = own) => ({
       eventType,
       DN: "1001",
       otherDN,
+      otherDName: names[otherDN],
       linkedId: call.linkedId,
       uniqueId: call.callId,
       userData,
+      recordState: "inactive",
     });
     assert.deepEqual(await current(), [shown("EventDialing", "1002")]);
     await w.act("alice", "answer");
