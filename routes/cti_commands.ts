@@ -21,6 +21,9 @@ import {
   runSupervisorCommand,
 } from "../lib/cti/supervisor_commands.ts";
 import type { CtiCommandSpec, CtiFamily } from "../lib/cti/command_set.ts";
+import { PBX_COMMAND_FAMILY } from "../lib/cti/pbx_commands.ts";
+import { AGENT_CALL_FAMILY } from "../lib/supervision/agent_calls.ts";
+import { VOICEMAIL_FAMILY } from "../lib/voicemail/mwi.ts";
 import type { CtiSession } from "../lib/cti/hub.ts";
 import {
   type CallCommandName,
@@ -89,7 +92,7 @@ const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
  * The commands of the concerns with a folder of their own (lib/cti/command_set.ts), in the order
  * their greetings are sent.
  */
-const FAMILIES: CtiFamily[] = [];
+const FAMILIES: CtiFamily[] = [AGENT_CALL_FAMILY, PBX_COMMAND_FAMILY, VOICEMAIL_FAMILY];
 
 /** Each family's command by name. */
 const FAMILY_COMMANDS = new Map(

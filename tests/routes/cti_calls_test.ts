@@ -8,7 +8,15 @@ import assert from "node:assert/strict";
 import type { LiveCall } from "../../lib/platform/call_control.ts";
 import { getUser, type UserRecord } from "../../lib/store/users.ts";
 import { login } from "../helpers.ts";
-import { Client, type Fixture, fixture, type Message, userWithLine } from "./cti_fixtures.ts";
+import {
+  Client,
+  type Fixture,
+  fixture,
+  type Message,
+  refused,
+  socketWithAcls,
+  userWithLine,
+} from "./cti_fixtures.ts";
 
 type Name = "alice" | "bob" | "carol";
 const EXTEN: Record<Name, string> = { alice: "1001", bob: "1002", carol: "1003" };
@@ -35,7 +43,7 @@ interface World {
 async function withWorld(test: (w: World) => Promise<void>): Promise<void> {
   const f = await fixture();
   try {
-    const { platform, sim, store, tokens } = f.ctx.services;
+    const { platform, sim, store } = f.ctx.services;
     const users = {} as Record<Name, UserRecord>;
     const as = {} as Record<Name, Client>;
     for (const name of ["alice", "bob", "carol"] as const) {
@@ -67,10 +75,7 @@ async function withWorld(test: (w: World) => Promise<void>): Promise<void> {
         return call;
       },
       act: (user, action) => sim!.act(EXTEN[user], action),
-      async socket(user, acls) {
-        const identity = { userId: String(users[user].id), login: user, userType: "cti" as const };
-        return await f.open((await tokens.issue({ ...identity, acls })).token);
-      },
+      socket: (user, acls) => socketWithAcls(f, users[user], acls),
     };
     await test(w);
   } finally {
@@ -87,23 +92,6 @@ const phoneEvent = (eventType: string, uniqueId?: string) => (message: Message) 
 async function event(client: Client, eventType: string, uniqueId?: string) {
   return (await client.next(phoneEvent(eventType, uniqueId), `${eventType} ${uniqueId ?? ""}`))
     .ctiMessage;
-}
-
-/** Sends `command`; its answer is one `Error` naming it with `error`; answers its message. */
-async function refused(
-  client: Client,
-  command: string,
-  fields: Record<string, unknown>,
-  error: string,
-): Promise<string> {
-  client.web(command, fields);
-  const answer = (await client.type("Error")).ctiMessage;
-  assert.deepEqual(
-    [answer.error, answer.command],
-    [error, command],
-    `${command} ${JSON.stringify(fields)}: ${answer.message}`,
-  );
-  return String(answer.message);
 }
 
 /** Sends `command` and waits until it has run (commands run in order): it answered no `Error`. */

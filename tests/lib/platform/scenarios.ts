@@ -275,6 +275,26 @@ const bobsBox = (newMessages: number, oldMessages: number) => async (w: World) =
   );
 };
 
+/** alice, talking with bob, sends him to carol (blind), who answers and hangs up. */
+const BLIND_TRANSFER: { step: Step; events: PhoneLine[] } = {
+  step: {
+    command: aliceTransfersBob("blind"),
+    phones: async (sim) => {
+      await sim.act("1003", "answer");
+      await sim.act("1003", "hangup");
+    },
+  },
+  events: [
+    ...ALICE_BOB_TALK,
+    ["alice", "EventReleased", "1001", "1002", 1, 1],
+    ["carol", "EventRinging", "1003", "1002", 1, 3],
+    ["bob", "EventEstablished", "1002", "1003", 1, 2],
+    ["carol", "EventEstablished", "1003", "1002", 1, 3],
+    ["bob", "EventReleased", "1002", "1003", 1, 2],
+    ["carol", "EventReleased", "1003", "1002", 1, 3],
+  ],
+};
+
 /** The parties of calls in progress, asserted of `user`'s. */
 const expectCall =
   (user: (w: World) => UserRecord, expected: Partial<LiveCall>) => async (w: World) => {
@@ -762,23 +782,9 @@ export const SCENARIOS: Scenario[] = [
     variables: crm,
     steps: [
       ALICE_CALLS_BOB,
-      {
-        command: aliceTransfersBob("blind"),
-        phones: async (sim) => {
-          await sim.act("1003", "answer");
-          await sim.act("1003", "hangup");
-        },
-      },
+      BLIND_TRANSFER.step,
     ],
-    events: [
-      ...ALICE_BOB_TALK,
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["carol", "EventRinging", "1003", "1002", 1, 3],
-      ["bob", "EventEstablished", "1002", "1003", 1, 2],
-      ["carol", "EventEstablished", "1003", "1002", 1, 3],
-      ["bob", "EventReleased", "1002", "1003", 1, 2],
-      ["carol", "EventReleased", "1003", "1002", 1, 3],
-    ],
+    events: BLIND_TRANSFER.events,
     history: TRANSFERRED_HISTORY,
   },
   {
@@ -1095,6 +1101,13 @@ export const SCENARIOS: Scenario[] = [
       logIn("1002"),
       { command: refused(carolListens, "not_on_call") },
       ALICE_CALLS_BOB,
+      {
+        // a supervisor without a phone
+        command: refused(async (w) => {
+          const dave = await w.api.create("/users", { firstname: "dave", username: "dave" });
+          await w.services.platform.listen(dave, w.agent.id);
+        }, "no_line"),
+      },
       { command: carolListens, phones: (sim) => sim.act("1003", "answer") },
       {
         // the listening call is nobody's call: only alice and bob talk
@@ -1136,6 +1149,7 @@ export const SCENARIOS: Scenario[] = [
     },
     steps: [
       { command: bobsBox(0, 0) },
+      { command: refused((w) => w.services.platform.voicemailCounts(9999), "no_voicemail") },
       {
         command: aliceDials("1002"),
         phones: async (sim) => {
@@ -1171,23 +1185,9 @@ export const SCENARIOS: Scenario[] = [
       ALICE_CALLS_BOB,
       { command: onCallOf(ALICE, { kind: "attach", variables: { folderNumber: "F-42" } }) },
       { command: expectCall(BOB, { userData: { ...usr(crm), USR_folderNumber: "F-42" } }) },
-      {
-        command: aliceTransfersBob("blind"),
-        phones: async (sim) => {
-          await sim.act("1003", "answer");
-          await sim.act("1003", "hangup");
-        },
-      },
+      BLIND_TRANSFER.step,
     ],
-    events: [
-      ...ALICE_BOB_TALK,
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["carol", "EventRinging", "1003", "1002", 1, 3],
-      ["bob", "EventEstablished", "1002", "1003", 1, 2],
-      ["carol", "EventEstablished", "1003", "1002", 1, 3],
-      ["bob", "EventReleased", "1002", "1003", 1, 2],
-      ["carol", "EventReleased", "1003", "1002", 1, 3],
-    ],
+    events: BLIND_TRANSFER.events,
     history: TRANSFERRED_HISTORY,
   },
   {
