@@ -1,15 +1,15 @@
 /**
  * The CTI notices the platform's events cause (docs/cti.md): screen pops (`Sheet`, lib/sheets/),
- * listening (`AgentListen`, lib/supervision/agent_calls.ts) and waiting voicemail
- * (`VoiceMailStatusUpdate`, lib/voicemail/). A platform listener: it runs in the process handing
+ * listening (`AgentListen`, lib/supervision/listen_notices.ts) and waiting voicemail
+ * (`VoiceMailStatusUpdate`, lib/voicemail/notices.ts). A platform listener: it runs in the process handing
  * the platform's events over (the lease holder on Asterisk), and writes each notice once through
  * the event log, whence every process's hub hands it to the user's sockets.
  */
 import type { CoreServices } from "../core_services.ts";
 import type { ListenEvent, PhoneEvent, PlatformEvent, VoicemailEvent } from "../platform/port.ts";
 import { sheetNotices } from "../sheets/sheet.ts";
-import { listenNotices } from "../supervision/agent_calls.ts";
-import { voicemailNotices } from "../voicemail/mwi.ts";
+import { listenNotices } from "../supervision/listen_notices.ts";
+import { voicemailNotices } from "../voicemail/notices.ts";
 
 /** Writes the notices of a batch of platform events. */
 export async function pbxNotices(

@@ -11,16 +11,16 @@
  * supervisor's (`svc.rest.supervision.agents.{agentId}.record.pause.create`, `….resume.create`).
  *
  * `AgentListen` `{started, phoneNumber, agentId}` goes to the agent's user (xuc's agent client
- * reads it) and to the supervisor listening, when listening starts and when it stops.
+ * reads it) and to the supervisor listening, when listening starts and when it stops
+ * (lib/supervision/listen_notices.ts).
  */
 import * as z from "zod";
 import { agentOfUser } from "../agent_control.ts";
 import { ctiCommand, type CtiCommandContext, type CtiFamily } from "../cti/command_set.ts";
 import type { CoreServices } from "../core_services.ts";
 import { ApiError } from "../errors.ts";
-import type { CtiNotice } from "../events/messages.ts";
 import type { LiveCall } from "../platform/call_control.ts";
-import { type ListenEvent, PlatformRefusal } from "../platform/port.ts";
+import { PlatformRefusal } from "../platform/port.ts";
 import { getAgent } from "../store/agents.ts";
 import { findExtension } from "../store/extensions.ts";
 
@@ -142,26 +142,3 @@ export const AGENT_CALL_FAMILY: CtiFamily = {
     }),
   },
 };
-
-/** `AgentListen` as xuc's clients read it. */
-const agentListen = (event: ListenEvent) => ({
-  msgType: "AgentListen",
-  ctiMessage: { started: event.started, phoneNumber: event.phoneNb, agentId: event.agentId },
-});
-
-/**
- * The `AgentListen` notices of `events`: to the agent's user and to the supervisor, each written
- * once whatever the number of times the event is handed over.
- */
-export function listenNotices(
-  events: readonly ListenEvent[],
-): { id: string | undefined; notice: CtiNotice }[] {
-  return events.flatMap((event) => {
-    const to = new Map([["agent", event.agentUsername], ["supervisor", event.supervisorUsername]]);
-    if (event.agentUsername === event.supervisorUsername) to.delete("supervisor");
-    return [...to].filter(([, username]) => username !== "").map(([whom, username]) => ({
-      id: event.id === undefined ? undefined : `${event.id}:${whom}`,
-      notice: { username, notice: true as const, message: agentListen(event) },
-    }));
-  });
-}
