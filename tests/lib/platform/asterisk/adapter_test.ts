@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import type { AgentStateMessage, PhoneEventMessage } from "../../../../lib/events/messages.ts";
 import { createLogger } from "../../../../lib/log.ts";
 import { AsteriskPlatform } from "../../../../lib/platform/asterisk/mod.ts";
-import type { PlatformEvent } from "../../../../lib/platform/port.ts";
+import { type PlatformEvent, PlatformRefusal } from "../../../../lib/platform/port.ts";
+import { PlatformUnavailable } from "../../../../lib/errors.ts";
 import { getUser } from "../../../../lib/store/users.ts";
 import { apiCall, confd, login, type TestContext, webServiceUser } from "../../../helpers.ts";
 import { CLIENT_DRIVEN, startAmiReplay } from "../../../peers/ami_replay.ts";
@@ -103,6 +104,20 @@ Deno.test("Asterisk down at start: svc serves, control routes 503 at once, all b
         assert.deepEqual(await agent.json(), { error: "Unreachable" });
       },
     );
+
+    await t.step("listening, a voicemail's counts: unreachable; no such voicemail", async () => {
+      await assert.rejects(() => platform.listen(w.carol, w.agent.id), PlatformUnavailable);
+      const box = await w.api.create("/voicemails", {
+        name: "bob",
+        number: "1002",
+        context: "default",
+      });
+      await assert.rejects(() => platform.voicemailCounts(box.id), PlatformUnavailable);
+      await assert.rejects(
+        () => platform.voicemailCounts(box.id + 100),
+        (error) => error instanceof PlatformRefusal && error.reason === "no_voicemail",
+      );
+    });
 
     await t.step("what needs only the store still works; /1.1 stores DND for later", async () => {
       const history = await v2("GET", "/history/alice?size=5");
