@@ -206,9 +206,11 @@ async function eventDelivery(users = 200, perUser = 100): Promise<void> {
           eventType: "EventRinging",
           DN: `${10000 + u}`,
           otherDN: "0612345678",
+          otherDName: "",
           linkedId: `1767225600.${n}`,
           uniqueId: `1767225600.${n * users + u}`,
           userData: { PLATFORM_USERID: String(u + 1) },
+          recordState: "inactive",
         }));
       }
     }

@@ -18,6 +18,8 @@ export interface Config {
   eventUrl: string | null;
   eventSecret: string | null;
   eventRetention: number;
+  /** The screen pop's URL template (docs/cti.md, "Screen pops"), null for none. */
+  sheetUrl: string | null;
   /** Days a call's history records are kept (from when the call started). */
   callHistoryRetentionDays: number;
   deprecatedApiHosts: string[];
@@ -239,6 +241,7 @@ const settings = {
   SVC_EVENT_URL: { default: "", parse: httpUrl, key: "eventUrl" },
   SVC_EVENT_SECRET: { default: "", parse: optional, key: "eventSecret" },
   SVC_EVENT_RETENTION: { default: "3600", parse: integer(0, 604_800), key: "eventRetention" },
+  SVC_SHEET_URL: { default: "", parse: optional, key: "sheetUrl" },
   SVC_CALL_HISTORY_RETENTION_DAYS: {
     default: "365",
     parse: integer(1, 36_500),

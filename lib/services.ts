@@ -10,7 +10,7 @@ import { CtiHub } from "./cti/hub.ts";
 import { platformMessage } from "./events/messages.ts";
 import { createLogger, type Logger, toConsole, toStderr } from "./log.ts";
 import { Metrics } from "./metrics.ts";
-import type { Platform } from "./platform/port.ts";
+import type { Platform, PlatformEvent } from "./platform/port.ts";
 import { SimPlatform } from "./platform/sim/mod.ts";
 import { recordCallsOnce } from "./store/call_history.ts";
 import { Store } from "./store/store.ts";
@@ -90,8 +90,20 @@ export async function createServices(
   services.supervision = new Supervision(services, services.metrics.registry);
   // after the outbox and the history (connectPlatform): the day counters of supervision
   platform.onEvents((batch) => services.supervision.handle(batch));
+  // the CTI notices of screen pops, listening, voicemail: their code loaded by the first event
+  // that causes one, not by a start (docs/performance.md)
+  platform.onEvents(async (batch) => {
+    if (!batch.some(causesNotice)) return;
+    const { pbxNotices } = await import("./cti/pbx_notices.ts");
+    await pbxNotices(services, batch);
+  });
   return services;
 }
+
+/** A platform event some CTI socket gets a notice of (lib/cti/pbx_notices.ts). */
+const causesNotice = (event: PlatformEvent) =>
+  event.kind === "listen" || event.kind === "voicemail" ||
+  (event.kind === "phone" && event.eventType === "EventRinging");
 
 /**
  * The Asterisk adapter of the settings (loadConfig made sure they are all there), loaded by

@@ -26,6 +26,9 @@ import {
   runSupervisorCommand,
 } from "../lib/cti/supervisor_commands.ts";
 import type { CtiCommandSpec, CtiFamily } from "../lib/cti/command_set.ts";
+import { PBX_COMMAND_FAMILY } from "../lib/cti/pbx_commands.ts";
+import { AGENT_CALL_FAMILY } from "../lib/supervision/agent_calls.ts";
+import { VOICEMAIL_FAMILY } from "../lib/voicemail/mwi.ts";
 import type { CtiSession } from "../lib/cti/hub.ts";
 import {
   type CallCommandName,
@@ -99,11 +102,14 @@ const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
 const FAMILIES: CtiFamily[] = [
   sessionFamily,
   presenceFamily,
+  VOICEMAIL_FAMILY,
   DIRECTORY,
   chat,
   configFamily,
   historyFamily,
   agentGroupFamily,
+  AGENT_CALL_FAMILY,
+  PBX_COMMAND_FAMILY,
 ];
 
 /** Each family's command by name. */

@@ -336,6 +336,7 @@ async function startedView(
     onHold: false,
     muted: false,
     record: "inactive",
+    userData: {},
     talkingTo: [],
     peerCallId: null,
     conferenceId: null,

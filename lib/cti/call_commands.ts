@@ -230,9 +230,11 @@ async function currentEvents(c: CallCommandContext): Promise<PhoneEventMessage["
       : "EventEstablished",
     DN: call.number,
     otherDN: call.peerNumber,
+    otherDName: call.peerName,
     linkedId: call.linkedId,
     uniqueId: call.callId,
-    userData: { PLATFORM_USERID: String(c.user.id) },
+    userData: { PLATFORM_USERID: String(c.user.id), ...call.userData },
+    recordState: call.record,
   }));
 }
 

@@ -295,6 +295,22 @@ export class EventExport {
   }
 
   /**
+   * As {@link notify}, each notice derived from a platform event (a screen pop, a listening, a
+   * voicemail's messages) written once whatever the number of times and processes handing that
+   * event over: `id` is the event's id and what the notice is of it (`<event id>:sheet`).
+   */
+  async notifyOnce(notices: { id: string | undefined; notice: CtiNotice }[]): Promise<number> {
+    if (notices.length === 0) return 0;
+    const once = { ids: notices.map((n) => n.id), written: 0 };
+    await this.#write(
+      notices.map((n) => n.notice),
+      { toOutbox: false, retentionMs: MIN_LOG_MS },
+      once,
+    );
+    return once.written;
+  }
+
+  /**
    * As {@link publish}, each message of a platform event published once whatever the number of
    * times and processes publishing it (docs/asterisk.md, "Several svc processes"): a message whose
    * `id` is marked as published (`lib/store/platform_done.ts`) is skipped, the others are written

@@ -7,14 +7,27 @@
 import type { AgentStateEvent, PhoneEvent } from "../platform/port.ts";
 import type { UserRecord } from "../store/users.ts";
 
+/**
+ * A user's phone event. `otherDName` (the other party's name) and `recordState` (the party's
+ * recording: `inactive`, `active`, `paused`) were added to the fields of decisions §7 for xuc's
+ * clients (docs/cti.md).
+ */
 export interface PhoneEventMessage {
   msgType: "PhoneEvent";
   ctiMessage: Pick<
     PhoneEvent,
-    "eventType" | "DN" | "otherDN" | "linkedId" | "uniqueId" | "userData"
+    | "eventType"
+    | "DN"
+    | "otherDN"
+    | "otherDName"
+    | "linkedId"
+    | "uniqueId"
+    | "userData"
+    | "recordState"
   >;
 }
 
+/** An agent's state; `monitorState` (xuc's, docs/cti.md) was added to those of decisions §7. */
 export interface AgentStateMessage {
   msgType: "AgentStateEvent";
   name: AgentStateEvent["name"];
@@ -22,6 +35,7 @@ export interface AgentStateMessage {
   agentNumber: string;
   phoneNb: string;
   queues: number[];
+  monitorState: AgentStateEvent["monitorState"];
 }
 
 export interface UserConfigMessage {
@@ -97,19 +111,36 @@ export const isExported = (
 /** The message of a platform phone or agent event. */
 export function platformMessage(event: PhoneEvent | AgentStateEvent): EventMessage {
   if (event.kind === "phone") {
-    const { eventType, DN, otherDN, linkedId, uniqueId, userData } = event;
+    const { eventType, DN, otherDN, otherDName, linkedId, uniqueId, userData, recordState } = event;
     return {
       username: event.username,
       message: {
         msgType: "PhoneEvent",
-        ctiMessage: { eventType, DN, otherDN, linkedId, uniqueId, userData },
+        ctiMessage: {
+          eventType,
+          DN,
+          otherDN,
+          otherDName,
+          linkedId,
+          uniqueId,
+          userData,
+          recordState,
+        },
       },
     };
   }
-  const { name, agentId, agentNumber, phoneNb, queues } = event;
+  const { name, agentId, agentNumber, phoneNb, queues, monitorState } = event;
   return {
     username: event.username,
-    message: { msgType: "AgentStateEvent", name, agentId, agentNumber, phoneNb, queues },
+    message: {
+      msgType: "AgentStateEvent",
+      name,
+      agentId,
+      agentNumber,
+      phoneNb,
+      queues,
+      monitorState,
+    },
   };
 }
 

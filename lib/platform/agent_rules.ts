@@ -7,8 +7,10 @@ import {
   type AgentPresence,
   type AgentStateEvent,
   type AgentStateName,
+  type MonitorState,
   PlatformRefusal,
 } from "./port.ts";
+import type { RecordState } from "./call_control.ts";
 
 /** What the rules read of an agent's presence kept by an adapter. */
 export interface AgentView {
@@ -110,14 +112,21 @@ export function presenceOf(agentId: number, agent: AgentView | undefined): Agent
   };
 }
 
+/** xuc's `monitorState` of an agent's queue call recorded as `record` (none: `DISABLED`). */
+export function monitorStateOf(record: RecordState | null): MonitorState {
+  return record === "active" ? "ACTIVE" : record === "paused" ? "PAUSED" : "DISABLED";
+}
+
 /**
  * The event of `agent` entering `name`: `username` is the user of the line it is logged on,
- * `phoneNb` that extension, `queues` the ids of its queues, as configured now.
+ * `phoneNb` that extension, `queues` the ids of its queues, as configured now; `record` is the
+ * recording of the queue call it is on (null: none).
  */
 export function agentStateEvent(
   dir: Directory,
   agent: AgentView,
   name: AgentStateName,
+  record: RecordState | null = null,
 ): AgentStateEvent {
   const phone = agent.extension !== null && agent.context !== null
     ? dir.phoneAt(agent.extension, agent.context)
@@ -130,5 +139,6 @@ export function agentStateEvent(
     phoneNb: agent.phoneNb,
     username: phone?.username ?? "",
     queues: dir.queueIdsOf(agent.agentId),
+    monitorState: name === "AgentOnCall" ? monitorStateOf(record) : "DISABLED",
   };
 }

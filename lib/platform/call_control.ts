@@ -23,6 +23,8 @@ export interface LiveCall {
   onHold: boolean;
   muted: boolean;
   record: RecordState;
+  /** The call's `USR_` variables (dial variables, `setData`), as its phone events carry them. */
+  userData: Record<string, string>;
   /** The `callId`s of the parties this one hears (its peer, or a conference's other members). */
   talkingTo: string[];
   /**
@@ -65,7 +67,12 @@ export type CallCommand =
   /** Sends DTMF digits (`0-9*#`) into the call, as if this party's phone pressed them. */
   | { kind: "dtmf"; digits: string }
   /** Records the call as this party hears it; pause keeps the file and leaves silence. */
-  | { kind: "record"; action: "start" | "stop" | "pause" | "resume" };
+  | { kind: "record"; action: "start" | "stop" | "pause" | "resume" }
+  /**
+   * Attaches `USR_` variables to the party's call (xuc's `setData`): every phone event of the call
+   * carries them from now on, for every party, and for whoever gets the call next.
+   */
+  | { kind: "attach"; variables: Record<string, string> };
 
 export type TransferFlow = "blind" | "attended";
 

@@ -17,6 +17,7 @@ import { allOf, localWriteCount } from "../store/records.ts";
 import { sharedRead } from "../store/shared_read.ts";
 import type { Store } from "../store/store.ts";
 import { type UserRecord, users } from "../store/users.ts";
+import { type VoicemailRecord, voicemails } from "../store/voicemails.ts";
 
 /** A phone: a line holding an enabled extension, named by that extension. */
 export interface Phone {
@@ -52,6 +53,10 @@ export function lineInterface(
   return custom.get(endpoint.id)?.interface ?? null;
 }
 
+/** A user's full name: first and last names, "" when both are empty. */
+export const userName = (user: Pick<UserRecord, "firstname" | "lastname">): string =>
+  [user.firstname, user.lastname].filter(Boolean).join(" ");
+
 /** Where a dialled number leads. */
 export type Target =
   | { kind: "phone"; phone: Phone }
@@ -71,6 +76,7 @@ export class Directory {
   readonly users = new Map<number, UserRecord>();
   readonly queues = new Map<number, QueueRecord>();
   readonly agents = new Map<number, AgentRecord>();
+  readonly voicemails = new Map<number, VoicemailRecord>();
   /** Every phone, in line id order. */
   readonly phones: Phone[] = [];
   readonly #phoneByLine = new Map<number, Phone>();
@@ -89,7 +95,9 @@ export class Directory {
     agentList: AgentRecord[],
     sipList: SipEndpointRecord[] = [],
     customList: CustomEndpointRecord[] = [],
+    voicemailList: VoicemailRecord[] = [],
   ) {
+    for (const voicemail of voicemailList) this.voicemails.set(voicemail.id, voicemail);
     const sip = new Map(sipList.map((endpoint) => [endpoint.id, endpoint]));
     const custom = new Map(customList.map((endpoint) => [endpoint.id, endpoint]));
     for (const user of userList) this.users.set(user.id, user);
@@ -161,6 +169,21 @@ export class Directory {
     return lineId === undefined ? null : this.phoneOfLine(lineId);
   }
 
+  /** The user's voicemail when it has one that is enabled, else null. */
+  voicemailOfUser(userId: number | null): VoicemailRecord | null {
+    const id = userId === null ? null : this.users.get(userId)?.voicemail_id;
+    const voicemail = id == null ? undefined : this.voicemails.get(id);
+    return voicemail?.enabled ? voicemail : null;
+  }
+
+  /** The voicemail whose mailbox is `number`@`context`, or null. */
+  voicemailAt(number: string, context: string): VoicemailRecord | null {
+    for (const voicemail of this.voicemails.values()) {
+      if (voicemail.number === number && voicemail.context === context) return voicemail;
+    }
+    return null;
+  }
+
   /** The enabled extension `exten` of `context`, or null. */
   extensionAt(exten: string, context: string): ExtensionRecord | null {
     return this.#extensions.get(pair(context, exten)) ?? null;
@@ -170,6 +193,18 @@ export class Directory {
   phoneAt(exten: string, context: string): Phone | null {
     const extension = this.extensionAt(exten, context);
     return extension?.line_id == null ? null : this.phoneOfLine(extension.line_id);
+  }
+
+  /**
+   * The name a party shows as the other party `number` (a phone event's `otherDName`): the full
+   * name of the user whose phone answers `number` in `context`, else `shown.name` when `number` is
+   * the number the call showed (`shown.number`), else "".
+   */
+  nameOf(number: string, context: string, shown: { number: string; name: string }): string {
+    const phone = this.phoneAt(number, context);
+    const user = phone?.userId == null ? undefined : this.users.get(phone.userId);
+    if (user) return userName(user);
+    return number === shown.number ? shown.name : "";
   }
 
   /** Where `number`, dialled in `context`, leads: a phone, a queue, else the outside network. */
@@ -220,6 +255,7 @@ export function directoryLoader(store: Store): DirectoryLoader {
     agents,
     sipEndpoints,
     customEndpoints,
+    voicemails,
   ] as const;
   const versions = sharedRead(() => store.getMany(collections.map((c) => c.versionKey)));
   let cached: { versions: string; directory: Directory } | null = null;

@@ -5,7 +5,7 @@
  * never know which one runs.
  */
 import type { AgentRecord } from "../store/agents.ts";
-import type { CallControl } from "./call_control.ts";
+import type { CallControl, RecordState } from "./call_control.ts";
 import type { CallRecord } from "../store/call_history.ts";
 import type { QueueRecord } from "../store/queues.ts";
 import type { UserRecord } from "../store/users.ts";
@@ -50,12 +50,22 @@ export interface PhoneEvent extends PlatformEventId {
   DN: string;
   /** The other party's number. */
   otherDN: string;
+  /**
+   * The other party's name: the user whose phone answers `otherDN`, else the name the call showed
+   * with that number (the caller id of a dial from queue, of an outside caller on Asterisk); "" when
+   * unknown.
+   */
+  otherDName: string;
   /** Shared by every leg of one call. */
   linkedId: string;
   /** This leg's id. */
   uniqueId: string;
   /** `PLATFORM_USERID` (the user id as a string) and the call's `USR_` variables. */
   userData: Record<string, string>;
+  /** Whether this party's leg is recorded now (`LiveCall.record`). */
+  recordState: RecordState;
+  /** The queue that rang this party (an agent's leg of a queue call); absent otherwise. */
+  queueId?: number;
 }
 
 export type AgentStateName =
@@ -65,6 +75,12 @@ export type AgentStateName =
   | "AgentRinging"
   | "AgentOnCall"
   | "AgentOnWrapup";
+
+/**
+ * Whether the queue call an agent is on is recorded (xuc's `monitorState`): `ACTIVE`, `PAUSED`, or
+ * `DISABLED` (not on a queue call, or the call is not recorded).
+ */
+export type MonitorState = "ACTIVE" | "PAUSED" | "DISABLED";
 
 /** An agent changed state (decisions §7). */
 export interface AgentStateEvent extends PlatformEventId {
@@ -78,6 +94,11 @@ export interface AgentStateEvent extends PlatformEventId {
   username: string;
   /** Ids of the agent's queues. */
   queues: number[];
+  /**
+   * The recording of the queue call it is on; an agent on a queue call whose recording starts,
+   * pauses, resumes or stops gets its `AgentOnCall` again with the new state.
+   */
+  monitorState: MonitorState;
 }
 
 /** A call finished: one history record per user involved (decisions §8). */
@@ -123,7 +144,45 @@ export interface WaitingCall {
   sinceMs: number;
 }
 
-export type PlatformEvent = PhoneEvent | AgentStateEvent | CallEnded | QueueCallEvent;
+/**
+ * A supervisor's phone started or stopped listening to an agent's call ({@link Platform.listen}):
+ * `started` once the supervisor answered and hears the call, then not once the listening ends (the
+ * supervisor hung up, or the agent's call ended).
+ */
+export interface ListenEvent extends PlatformEventId {
+  kind: "listen";
+  started: boolean;
+  agentId: number;
+  agentNumber: string;
+  /** The extension the agent is logged on. */
+  phoneNb: string;
+  /** The user of the agent's line, "" when none. */
+  agentUsername: string;
+  supervisorId: number;
+  supervisorUsername: string;
+  /** The listening call's id (what {@link Platform.listen} answered). */
+  linkedId: string;
+}
+
+/** The messages of a voicemail box. */
+export interface VoicemailCounts {
+  newMessages: number;
+  oldMessages: number;
+}
+
+/** A voicemail box's messages changed (a message left, listened to, deleted). */
+export interface VoicemailEvent extends PlatformEventId, VoicemailCounts {
+  kind: "voicemail";
+  voicemailId: number;
+}
+
+export type PlatformEvent =
+  | PhoneEvent
+  | AgentStateEvent
+  | CallEnded
+  | QueueCallEvent
+  | ListenEvent
+  | VoicemailEvent;
 
 /**
  * Listener of platform events. The platform awaits it before it goes on, and calls it with the
@@ -263,6 +322,19 @@ export interface Platform extends CallControl {
   agentPresenceVersion(): number | null;
   /** The calls waiting in the queues now, each queue's in order. */
   queueCalls(): Promise<WaitingCall[]>;
+  /**
+   * A supervisor listens to an agent's call: the supervisor's phone is rung and, once it answers,
+   * hears both sides of the call the agent's phone is on, without being heard (`ListenEvent`s tell
+   * when it starts and stops; the listening call gives no phone event and no history). Refusals:
+   * `no_line` (the supervisor has no phone), `not_logged` (the agent), `not_on_call` (the agent's
+   * phone talks on no call).
+   */
+  listen(supervisor: UserRecord, agentId: number): Promise<CallStarted>;
+  /**
+   * The messages of the voicemail box `voicemailId` now (a `VoicemailEvent` tells each change).
+   * Refusal: `no_voicemail` (no such enabled voicemail).
+   */
+  voicemailCounts(voicemailId: number): Promise<VoicemailCounts>;
   /** The status of each number (decisions §3); numbers that are no extension answer -2. */
   phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>>;
   /**

@@ -24,6 +24,8 @@ import { scenarioWorld } from "../lib/platform/fixtures.ts";
 import { capture, check } from "../lib/platform/scenario_runner.ts";
 import { SCENARIOS, type SimPhones } from "../lib/platform/scenarios.ts";
 import { sleep, until } from "./svc_http.ts";
+import type { Store } from "../../lib/store/store.ts";
+import { voicemails } from "../../lib/store/voicemails.ts";
 
 const { prefix: PREFIX, missing } = livePeers("asterisk_live_scenarios_test");
 
@@ -101,9 +103,11 @@ Deno.test({
         const ok = await t.step(scenario.name, async () => {
           const w = await world(recorder.port, pbx);
           try {
+            await scenario.prepare?.(w.w);
             const events: PlatformEvent[] = capture(w.ctx);
             w.platform.start();
             await w.platform.firstSync();
+            await mailboxesLoaded(w.ctx.services.store, pbx);
             const settle = async () => {
               await sleep(400);
               await w.platform.settled();
@@ -149,11 +153,28 @@ Deno.test({
       await t.step("what they hear: music on hold, the recording, the DTMF", async () => {
         await whatTheyHear(recorder.port, pbx, phones);
       });
+      await t.step("what a supervisor hears (ChanSpy), what a voicemail keeps", async () => {
+        await whatTheSupervisorHears(recorder.port, pbx, phones);
+      });
     } finally {
       await stop();
     }
   },
 });
+
+/** Every voicemail of the store is a mailbox of the PBX (svc wrote its file, Asterisk reloaded it). */
+async function mailboxesLoaded(store: Store, pbx: Pbx): Promise<void> {
+  for (const box of await voicemails.all(store)) {
+    await until(
+      async () =>
+        new RegExp(`\\b${box.number}\\b`).test(
+          await pbx.cli(`voicemail show users for ${box.context}`),
+        ),
+      10_000,
+      `mailbox ${box.number}@${box.context}`,
+    );
+  }
+}
 
 /** svc in this process on the Asterisk adapter (through `amiPort`), its people built through `/1.1`. */
 const world = (amiPort: number, pbx: Pbx) => svcOnPbx(amiPort, pbx, scenarioWorld);
@@ -285,6 +306,99 @@ async function whatTheyHear(amiPort: number, pbx: Pbx, phones: Record<string, Ph
       toneLevel(part, TONES.alice!) > 0.1 && toneLevel(part, TONES.bob!) > 0.1
     ).length;
     assert.ok(mixed >= 10, `both tones in ${mixed} windows of 100 ms`);
+  } finally {
+    await w.close();
+  }
+}
+
+/** The new `-dec.wav` recording of `phone` since `before` (what it heard of its last call). */
+async function heardSince(phone: Phone, before: Set<string>): Promise<string[]> {
+  const files = (await phone.recordings()).filter((file) =>
+    !before.has(file) && file.endsWith("-dec.wav")
+  );
+  assert.equal(files.length, 1, `${phone.user}'s recording of the call: ${files}`);
+  return timeline(parseWav(await Deno.readFile(files[0]!)), TONES);
+}
+
+/**
+ * Listening and voicemail as the phones hear them: carol, a supervisor, listens to agent 8001's
+ * call on bob's phone with alice (her phone hears both tones, nobody hears hers); then bob does not
+ * answer alice and his voicemail keeps her tone.
+ */
+async function whatTheSupervisorHears(amiPort: number, pbx: Pbx, phones: Record<string, Phone>) {
+  const w = await world(amiPort, pbx);
+  try {
+    const box = await w.w.api.create("/voicemails", {
+      name: "bob",
+      number: "1002",
+      context: "default",
+    });
+    assert.equal((await w.w.api.put(`/users/${w.w.bob.id}/voicemails/${box.id}`)).status, 204);
+    assert.equal((await w.w.api.put(`/users/${w.w.bob.id}`, { ring_seconds: 4 })).status, 204);
+    w.platform.start();
+    await w.platform.firstSync();
+    await mailboxesLoaded(w.ctx.services.store, pbx);
+    const [alice, bob, carol] = [phones.alice!.ctrl, phones.bob!.ctrl, phones.carol!.ctrl];
+    const before = {
+      bob: new Set(await phones.bob!.recordings()),
+      carol: new Set(await phones.carol!.recordings()),
+    };
+    await w.platform.agentLogin(w.w.agent, "1002", "default");
+    let [aliceSince, bobSince, carolSince] = [alice.mark(), bob.mark(), carol.mark()];
+    await w.platform.dialNumber(w.w.alice, "1002", {});
+    await alice.waitEvent("CALL_INCOMING", aliceSince);
+    await alice.accept();
+    await bob.waitEvent("CALL_INCOMING", bobSince);
+    await bob.accept();
+    await sleep(1000);
+    const listening = capture(w.ctx);
+    await w.platform.listen(w.w.carol, w.w.agent.id);
+    await carol.waitEvent("CALL_INCOMING", carolSince);
+    await carol.accept();
+    await sleep(3000);
+    // the agent's call ends: so does the listening
+    await alice.hangup();
+    await until(() => w.platform.calls().length === 0, 10_000, "the call ended");
+    await until(
+      () => listening.filter((event) => event.kind === "listen").length === 2,
+      10_000,
+      "listening started and stopped",
+    );
+    await sleep(500);
+    const carolHeard = await heardSince(phones.carol!, before.carol);
+    assert.ok(count(carolHeard, "alice") + count(carolHeard, "bob") >= 20, `carol: ${carolHeard}`);
+    const carolAudio = (await phones.carol!.recordings()).find((file) =>
+      !before.carol.has(file) && file.endsWith("-dec.wav")
+    )!;
+    const both = windows(parseWav(await Deno.readFile(carolAudio))).filter((part) =>
+      toneLevel(part, TONES.alice!) > 0.1 && toneLevel(part, TONES.bob!) > 0.1
+    ).length;
+    assert.ok(both >= 10, `carol hears both sides: ${both} windows of 100 ms`);
+    const bobHeard = await heardSince(phones.bob!, before.bob);
+    assert.equal(count(bobHeard, "carol"), 0, `nobody hears carol: ${bobHeard}`);
+    await w.platform.agentLogout(w.w.agent.id);
+
+    // bob does not answer (4 s): the voicemail keeps 3 s of alice's tone, in a box emptied of
+    // what the scenarios left there
+    await Deno.remove(`${pbx.voicemailDir}/default/1002`, { recursive: true }).catch(() => {});
+    [aliceSince, bobSince] = [alice.mark(), bob.mark()];
+    await w.platform.dialNumber(w.w.alice, "1002", {});
+    await alice.waitEvent("CALL_INCOMING", aliceSince);
+    await alice.accept();
+    await bob.waitEvent("CALL_INCOMING", bobSince);
+    await sleep(4000 + 3000);
+    await alice.hangup();
+    await until(
+      () =>
+        w.platform.calls().length === 0,
+      10_000,
+      "the call ended",
+    );
+    const message = `${pbx.voicemailDir}/default/1002/INBOX/msg0000.wav`;
+    await until(() => Deno.stat(message).then(() => true, () => false), 10_000, "bob's message");
+    const kept = timeline(parseWav(await Deno.readFile(message)), TONES);
+    assert.ok(count(kept, "alice") >= 15, `alice's tone in bob's message: ${kept}`);
+    assert.deepEqual(await w.platform.voicemailCounts(box.id), { newMessages: 1, oldMessages: 0 });
   } finally {
     await w.close();
   }

@@ -734,9 +734,19 @@ Deno.test({
           await calld(aliceToken, "DELETE", path, 204);
           await pbxIdle();
           const linkedId = await expectPhoneEvents(receiver, since, {
-            alice: ALICE_HOLDS,
+            // the recording started, then stopped: alice's EventEstablished with each recordState
+            alice: [
+              ...ALICE_HOLDS.slice(0, -1),
+              "EventEstablished",
+              "EventEstablished",
+              "EventReleased",
+            ],
             bob: ["EventRinging", "EventEstablished", "EventReleased"],
           }, ["carol"]);
+          assert.deepEqual(
+            receiver.phone(since, "alice").slice(4, 6).map((event) => event.recordState),
+            ["active", "inactive"],
+          );
           assert.equal(linkedId, created.conversation_id);
           assert.deepEqual((await calld(aliceToken, "GET", "/users/me/calls")).body.items, []);
         },
@@ -860,12 +870,13 @@ Deno.test({
           const mine = await itemsWhen<CallView>(
             aliceToken,
             "/users/me/calls",
+            // her call with carol up and bridged (her own phone's leg is up before carol answers)
             (items) =>
               items.length === 2 && items.every((c) => c.status === "Up") &&
               items.some((c) =>
                 c.call_id !== withBob.call_id && Object.keys(c.talking_to).length === 1
               ),
-            "alice's two calls up, carol's answered",
+            "alice's two calls up, carol talking",
           );
           const withCarol = mine.find((c) => c.call_id !== withBob.call_id)!;
           const carolCall = Object.keys(withCarol.talking_to)[0];
@@ -963,9 +974,11 @@ Deno.test({
                 eventType: "EventEstablished",
                 DN: "1001",
                 otherDN: "1002",
+                otherDName: "bob",
                 linkedId: call.conversation_id,
                 uniqueId: call.call_id,
                 userData: { PLATFORM_USERID: String(ids.alice) },
+                recordState: "inactive",
               }],
             });
 
@@ -1000,6 +1013,143 @@ Deno.test({
             assert.deepEqual(cti.messages.filter((m) => m.msgType === "Error"), []);
           } finally {
             await cti.close();
+          }
+        },
+      );
+
+      await controlStep(
+        "the CTI channel on the PBX: screen pop, setData, recording paused, listening, voicemail",
+        async () => {
+          // carol supervises; bob's voicemail box 1002 (he rings 8 s)
+          await api("PUT", `/1.1/users/${ids.carol}`, { supervision_enabled: true }, 204);
+          const box = (await api("POST", "/1.1/voicemails", {
+            name: "Bob",
+            number: "1002",
+            context: "default",
+          }, 201)).body.id;
+          await api("PUT", `/1.1/users/${ids.bob}/voicemails/${box}`, undefined, 204);
+          await until(
+            async () => /\b1002\b/.test(await asterisk.cli("voicemail show users for default")),
+            10_000,
+            "Asterisk reloaded bob's mailbox",
+          );
+          const ws = (token: string) =>
+            openCti(`${svc.baseUrl.replace("http", "ws")}${V2}/cti?token=${token}`);
+          const carolToken = await login(svc, "login", CAROL.username, CAROL.password);
+          const [aliceCti, bobCti, carolCti] = [
+            await ws(aliceToken),
+            await ws(await login(svc, "login", BOB.username, BOB.password)),
+            await ws(carolToken),
+          ];
+          try {
+            const empty = { voiceMailId: box, newMessages: 0, waitingMessages: 0, oldMessages: 0 };
+            assert.deepEqual((await bobCti.next(0, "VoiceMailStatusUpdate")).ctiMessage, empty);
+            const agentId = (await agentStatus()).id;
+
+            // a queue call to the agent on bob's phone: bob's screen pop names the queue
+            let [aliceSince, bobSince, bobMark] = [alice.mark(), bob.mark(), bobCti.mark()];
+            aliceCti.web("dial", { destination: "3001", variables: { crm: "9" } });
+            await pickUp(alice, aliceSince);
+            const sheet = (await bobCti.next(bobMark, "Sheet")).ctiMessage;
+            assert.deepEqual(
+              [sheet.callerNumber, sheet.callerName, (sheet.queue as { name: string }).name],
+              ["1001", "alice", "support"],
+            );
+            assert.deepEqual(sheet.variables, { USR_crm: "9" });
+            await pickUp(bob, bobSince);
+            await aliceCall(talking, "alice talks with the agent");
+            // alice attaches data: bob's next events carry it
+            aliceCti.web("setData", { variables: { folderNumber: "F-7" } });
+            const bobCall = await readUntil(
+              async () =>
+                (await calld(bobToken, "GET", "/users/me/calls")).body.items as CallView[],
+              (calls) => calls.length === 1,
+              "bob's call",
+            );
+            await calld(
+              bobToken,
+              "PUT",
+              `/users/me/calls/${bobCall[0]!.call_id}/record/start`,
+              204,
+            );
+            const recorded = await bobCti.next(
+              bobMark,
+              "PhoneEvent",
+              (m) => m.ctiMessage.recordState === "active",
+            );
+            assert.deepEqual(recorded.ctiMessage.userData, {
+              PLATFORM_USERID: String(ids.bob),
+              USR_crm: "9",
+              USR_folderNumber: "F-7",
+            });
+            assert.equal(recorded.ctiMessage.otherDName, "alice");
+            // bob pauses his call's recording (a card number), then resumes it
+            for (
+              const [command, state] of [["monitorPause", "PAUSED"], ["monitorUnpause", "ACTIVE"]]
+            ) {
+              const mark = bobCti.mark();
+              bobCti.web(command!);
+              await bobCti.next(
+                mark,
+                "AgentStateEvent",
+                (m) => m.ctiMessage.name === "AgentOnCall" && m.ctiMessage.monitorState === state,
+              );
+            }
+            // a plain CTI user may not listen; carol, a supervisor, may
+            const refused = aliceCti.mark();
+            aliceCti.web("listenAgent", { agentid: agentId });
+            assert.equal(
+              (await aliceCti.next(refused, "Error")).ctiMessage.error,
+              "Forbidden",
+            );
+            const carolSince = carol.mark();
+            bobMark = bobCti.mark();
+            carolCti.web("listenAgent", { agentid: agentId });
+            await pickUp(carol, carolSince);
+            const started = { started: true, phoneNumber: "1002", agentId };
+            assert.deepEqual((await bobCti.next(bobMark, "AgentListen")).ctiMessage, started);
+            assert.deepEqual((await carolCti.next(0, "AgentListen")).ctiMessage, started);
+            await sleep(1500);
+            await carol.hangup();
+            const stopped = { ...started, started: false };
+            assert.deepEqual(
+              (await bobCti.next(bobMark, "AgentListen", (m) => !m.ctiMessage.started))
+                .ctiMessage,
+              stopped,
+            );
+            await alice.hangup();
+            await pbxIdle();
+
+            // alice calls bob, who does not answer: his voicemail takes her message
+            [aliceSince, bobMark] = [alice.mark(), bobCti.mark()];
+            const aliceMark = aliceCti.mark();
+            aliceCti.web("dial", { destination: "1002" });
+            await pickUp(alice, aliceSince);
+            await aliceCti.next(
+              aliceMark,
+              "PhoneEvent",
+              (m) => m.ctiMessage.eventType === "EventEstablished",
+            );
+            await sleep(3000); // alice's tone is the message
+            await alice.hangup();
+            assert.deepEqual(
+              (await bobCti.next(bobMark, "VoiceMailStatusUpdate")).ctiMessage,
+              { ...empty, newMessages: 1, waitingMessages: 1 },
+            );
+            await pbxIdle();
+            const inbox = `${asterisk.voicemailDir}/default/1002/INBOX`;
+            const files = [...Deno.readDirSync(inbox)].map((entry) => entry.name);
+            assert.ok(files.includes("msg0000.wav"), `bob's message: ${files}`);
+            for (const cti of [aliceCti, bobCti, carolCti]) {
+              assert.deepEqual(
+                cti.messages.filter((m) =>
+                  m.msgType === "Error" && m.ctiMessage.command !== "listenAgent"
+                ),
+                [],
+              );
+            }
+          } finally {
+            for (const cti of [aliceCti, bobCti, carolCti]) await cti.close();
           }
         },
       );

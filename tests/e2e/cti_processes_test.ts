@@ -89,6 +89,15 @@ Deno.test("two processes on one store: an event published by one reaches a socke
         socketMessages.filter((m) => m.msgType === "PhoneEvent").map((m) => m.ctiMessage.eventType);
       await until(() => types().includes("EventReleased"), 10_000, "alice's call released");
       assert.deepEqual(types(), ["EventRinging", "EventEstablished", "EventReleased"]);
+      // her screen pop, made by process one from the ringing, reached her socket on two, once,
+      // and her events name bob
+      const sheets = socketMessages.filter((m) => m.msgType === "Sheet");
+      assert.deepEqual(
+        sheets.map((m) => [m.ctiMessage.callerNumber, m.ctiMessage.callerName]),
+        [[bob.exten, "Bob Durand"]],
+      );
+      const ringing = socketMessages.find((m) => m.msgType === "PhoneEvent")!;
+      assert.equal(ringing.ctiMessage.otherDName, "Bob Durand");
       await stream.cancel();
       await reading;
     } finally {

@@ -82,9 +82,11 @@ function messages(users: number, perUser: number): EventMessage[] {
         eventType: "EventRinging",
         DN: "1001",
         otherDN: "1002",
+        otherDName: "",
         linkedId: "1767225600.1",
         uniqueId: `1767225600.${++serial}`,
         userData: { PLATFORM_USERID: String(u + 1) },
+        recordState: "inactive",
       }));
     }
   }

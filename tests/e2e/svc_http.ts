@@ -117,12 +117,15 @@ export interface Received {
   eventType?: string;
   DN?: string;
   otherDN?: string;
+  otherDName?: string;
   linkedId?: string;
   uniqueId?: string;
   userData?: Record<string, string>;
+  recordState?: string;
   name?: string;
   agentNumber?: string;
   phoneNb?: string;
+  monitorState?: string;
 }
 
 /** A `Deno.serve` receiver for `SVC_EVENT_URL` that can wait for an event. */

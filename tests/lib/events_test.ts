@@ -70,9 +70,11 @@ function phoneEvent(username: string, eventType: PhoneEvent["eventType"]): Phone
     eventType,
     DN: "1001",
     otherDN: "0612345678",
+    otherDName: "",
     linkedId: "1767225600.1",
     uniqueId: id,
     userData: { PLATFORM_USERID: "7", USR_campaign: "spring" },
+    recordState: "inactive",
   };
 }
 
@@ -85,6 +87,7 @@ function agentEvent(username: string): AgentStateEvent {
     phoneNb: "1001",
     username,
     queues: [1],
+    monitorState: "DISABLED",
   };
 }
 
@@ -194,9 +197,11 @@ Deno.test("events are posted in order per user with the exact body and headers",
         eventType: "EventDialing",
         DN: "1001",
         otherDN: "0612345678",
+        otherDName: "",
         linkedId: "1767225600.1",
         uniqueId: (dialing.message as { ctiMessage: { uniqueId: string } }).ctiMessage.uniqueId,
         userData: { PLATFORM_USERID: "7", USR_campaign: "spring" },
+        recordState: "inactive",
       },
     );
     assert.deepEqual(await events.deliveries(), {

@@ -57,9 +57,11 @@ const phone = (n: number, username = "alice"): PhoneEvent => ({
   eventType: "EventRinging",
   DN: "1001",
   otherDN: "1002",
+  otherDName: "",
   linkedId: `call-${n}`,
   uniqueId: `u${n}`,
   userData: {},
+  recordState: "inactive",
 });
 
 Deno.test("writeOnce: each id once across handles, in order, 10 per commit; no id: always", async () => {
@@ -197,6 +199,7 @@ Deno.test("supervision counts each queue call event and agent state once", async
     phoneNb: "1002",
     username: bob.username!,
     queues: [queue.id],
+    monitorState: "DISABLED",
   });
   const batch: PlatformEvent[] = [
     queueEvent("joined", 1),

@@ -134,6 +134,7 @@ Deno.test("an agent's state change: what it closes, and its new mark", () => {
     phoneNb: "1001",
     username: "alice",
     queues: [1],
+    monitorState: "DISABLED",
   });
   const presence = (loggedSinceMs: number | null): AgentPresence => ({
     agentId: 7,

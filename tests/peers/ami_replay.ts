@@ -52,6 +52,7 @@ export const SVC_DRIVEN = new Set([
   "confbridgemute",
   "confbridgeunmute",
   "pjsipnotify",
+  "mailboxcount",
 ]);
 SVC_DRIVEN.delete("reload");
 

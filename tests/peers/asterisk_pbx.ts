@@ -3,9 +3,12 @@
  * /tmp holds its whole configuration and state (etc, run, log, spool, AstDB…); the binary and its
  * modules stay in the install prefix. It has a UDP SIP transport, an AMI user with every right
  * and no SIP user, queue or dialplan of its own: pjsip.conf, extensions.conf and queues.conf each
- * `#tryinclude` the file svc generates into `configDir` (`SVC_ASTERISK_CONFIG_DIR`). Around that:
- * music on hold (class `default`, a 300 Hz tone), US tones (ringback in-band for a channel already
- * up), ConfBridge's default profiles (quiet), no CDR or CEL.
+ * `#tryinclude` the file svc generates into `configDir` (`SVC_ASTERISK_CONFIG_DIR`), and so does
+ * voicemail.conf (its messages as WAV, under the work dir's spool). Around that: music on hold
+ * (class `default`, a 300 Hz tone), US tones (ringback in-band for a channel already up),
+ * ConfBridge's default profiles (quiet), no CDR or CEL. Its data directory is the work dir's own,
+ * holding a link to the install's documentation (Asterisk does not start without it) and one
+ * sound, `beep` (a 2 kHz tone: what `VoiceMail` plays before it records).
  *
  * Asterisk runs in the foreground (`asterisk -f`), so its PID is the child's; it is stopped by that
  * PID. `findAsterisk()` tells where one is installed.
@@ -56,6 +59,8 @@ export const NEEDED_MODULES = [
   "format_wav",
   "res_musiconhold",
   "app_confbridge",
+  "app_voicemail",
+  "app_chanspy",
 ];
 
 /**
@@ -119,7 +124,6 @@ const NOT_LOADED = [
   "app_alarmreceiver",
   "app_amd",
   "app_festival",
-  "app_voicemail",
   "app_minivm",
   "app_followme",
   "res_adsi",
@@ -214,6 +218,8 @@ export interface Pbx {
   ami: AmiLogin;
   /** Music on hold class `default`'s directory (a 300 Hz tone). */
   mohDir: string;
+  /** Where `VoiceMail` leaves messages: `<spool>/<context>/<mailbox>/INBOX/msg0000.wav`, … */
+  voicemailDir: string;
   /** Asterisk's last output lines (those of the last run after a restart). */
   readonly output: string[];
   /** True while Asterisk runs (from `start()` to `halt()`). */
@@ -264,8 +270,8 @@ function pbxConfig(
       `astvarlibdir => ${workDir}/lib`,
       `astdbdir => ${workDir}/lib`,
       `astkeydir => ${workDir}/lib`,
-      // its XML documentation: Asterisk does not start without it
-      `astdatadir => ${dataDir(prefix)}`,
+      // its own (the beep), linking to the install's XML documentation, needed to start
+      `astdatadir => ${workDir}/data`,
       `astagidir => ${workDir}/lib/agi-bin`,
       `astspooldir => ${workDir}/spool`,
       `astrundir => ${workDir}/run`,
@@ -335,6 +341,16 @@ function pbxConfig(
       "",
       include("queues_svc.conf"),
     ),
+    "voicemail.conf": lines(
+      "[general]",
+      "format = wav",
+      "attach = no",
+      "maxsecs = 300",
+      "minsecs = 0",
+      "maxsilence = 0",
+      "",
+      include("voicemail_svc.conf"),
+    ),
     "musiconhold.conf": lines(
       "[general]",
       "[default]",
@@ -395,8 +411,14 @@ export async function preparePbx(options: PbxOptions): Promise<Pbx> {
   const sipPort = options.sipPort ?? reservePorts();
   const etc = `${workDir}/etc`;
   const mohDir = `${workDir}/moh`;
-  const dirs = ["run", "log", "spool", "lib/keys", "cache"].map((name) => `${workDir}/${name}`);
+  const dirs = ["run", "log", "spool", "lib/keys", "cache", "data/sounds/en"]
+    .map((name) => `${workDir}/${name}`);
   for (const dir of [...dirs, etc, mohDir, configDir]) await Deno.mkdir(dir, { recursive: true });
+  await Deno.symlink(`${dataDir(prefix)}/documentation`, `${workDir}/data/documentation`);
+  await Deno.writeFile(
+    `${workDir}/data/sounds/en/beep.wav`,
+    sineWav({ hz: 2000, seconds: 0.3 }),
+  );
   const files = pbxConfig({ prefix, workDir, configDir, sipPort, ami, rtpPorts });
   for (const [name, change] of Object.entries(options.config ?? {})) {
     files[name] = typeof change === "string" ? change : change(files[name] ?? "");
@@ -432,6 +454,7 @@ export async function preparePbx(options: PbxOptions): Promise<Pbx> {
     amiPort: ami.port,
     ami,
     mohDir,
+    voicemailDir: `${workDir}/spool/voicemail`,
     get output() {
       return process?.output ?? lastOutput;
     },

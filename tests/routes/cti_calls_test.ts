@@ -14,6 +14,7 @@ import {
   fixture,
   type Message,
   refused,
+  socketWithAcls,
   userWithLine,
 } from "./cti_fixtures.ts";
 
@@ -42,7 +43,7 @@ interface World {
 async function withWorld(test: (w: World) => Promise<void>): Promise<void> {
   const f = await fixture();
   try {
-    const { platform, sim, store, tokens } = f.ctx.services;
+    const { platform, sim, store } = f.ctx.services;
     const users = {} as Record<Name, UserRecord>;
     const as = {} as Record<Name, Client>;
     for (const name of ["alice", "bob", "carol"] as const) {
@@ -74,10 +75,7 @@ async function withWorld(test: (w: World) => Promise<void>): Promise<void> {
         return call;
       },
       act: (user, action) => sim!.act(EXTEN[user], action),
-      async socket(user, acls) {
-        const identity = { userId: String(users[user].id), login: user, userType: "cti" as const };
-        return await f.open((await tokens.issue({ ...identity, acls })).token);
-      },
+      socket: (user, acls) => socketWithAcls(f, users[user], acls),
     };
     await test(w);
   } finally {
@@ -311,13 +309,16 @@ Deno.test("getCurrentCallsPhoneEvents: the user's calls as the PhoneEvents of th
     // alice's own phone rings first for her dial, then she waits for bob
     await w.f.ctx.services.platform.dialNumber(w.users.alice, "1002", {});
     const own = await w.callOf("alice");
+    const names: Record<string, string> = { "1002": "bob", "1003": "carol" };
     const shown = (eventType: string, otherDN: string, call = own) => ({
       eventType,
       DN: "1001",
       otherDN,
+      otherDName: names[otherDN],
       linkedId: call.linkedId,
       uniqueId: call.callId,
       userData,
+      recordState: "inactive",
     });
     assert.deepEqual(await current(), [shown("EventDialing", "1002")]);
     await w.act("alice", "answer");

@@ -122,6 +122,16 @@ export function serve(ctx: TestContext) {
   };
 }
 
+/** A socket of `user` whose token holds `acls` only (not what a login gives). */
+export async function socketWithAcls(
+  f: Fixture,
+  user: { id: number; username: string | null },
+  acls: string[],
+): Promise<Client> {
+  const identity = { userId: String(user.id), login: user.username!, userType: "cti" as const };
+  return await f.open((await f.ctx.services.tokens.issue({ ...identity, acls })).token);
+}
+
 /** A CTI user (password `<username>-pw`) with a line holding `exten` in `default`. */
 export async function userWithLine(api: Confd, username: string, exten: string) {
   const user = await api.create("/users", {
@@ -134,6 +144,23 @@ export async function userWithLine(api: Confd, username: string, exten: string) 
   assert.equal((await api.put(`/lines/${line.id}/extensions/${extension.id}`)).status, 204);
   assert.equal((await api.put(`/users/${user.id}/lines/${line.id}`)).status, 204);
   return user as { id: number; username: string };
+}
+
+/** Sends `command`; its answer is one `Error` naming it with `error`; answers its message. */
+export async function refused(
+  client: Client,
+  command: string,
+  fields: Record<string, unknown>,
+  error: string,
+): Promise<string> {
+  client.web(command, fields);
+  const answer = (await client.type("Error")).ctiMessage;
+  assert.deepEqual(
+    [answer.error, answer.command],
+    [error, command],
+    `${command} ${JSON.stringify(fields)}: ${answer.message}`,
+  );
+  return String(answer.message);
 }
 
 export const phoneEvent = (eventType: string) => (message: Message) =>

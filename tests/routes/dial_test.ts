@@ -355,9 +355,11 @@ Deno.test("a dial makes the phones ring, events with the variables, and history"
         eventType,
         DN: "1001",
         otherDN: "0612345678",
+        otherDName: "", // an outside number: no name known
         linkedId,
         uniqueId: linkedId, // alice's leg is the call's first
         userData,
+        recordState: "inactive",
       })),
     );
   });

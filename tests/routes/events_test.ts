@@ -39,9 +39,11 @@ function phoneMessage(username: string): EventMessage {
     eventType: "EventRinging",
     DN: "1001",
     otherDN: "1002",
+    otherDName: "",
     linkedId: "1767225600.1",
     uniqueId: `1767225600.${++serial}`,
     userData: { PLATFORM_USERID: "1" },
+    recordState: "inactive",
   });
 }
 

@@ -32,6 +32,7 @@ import {
   type PlatformEvent,
   PlatformRefusal,
 } from "../port.ts";
+import type { RecordState } from "../call_control.ts";
 import type { AmiMessage } from "./ami_message.ts";
 import type { AmiResponse } from "./ami_client.ts";
 import { AGENT_CONTEXT, agentMemberInterface } from "./config_files.ts";
@@ -45,6 +46,8 @@ export interface AgentLeg {
   answeredMs: number | null;
   /** The queue that rang the agent. */
   queueId: number | null;
+  /** Whether the call is recorded (the agent's `monitorState` on it). */
+  record: RecordState;
 }
 
 /** The agent as a member of one queue on the PBX. */
@@ -315,6 +318,14 @@ export class AgentBook {
     }
   }
 
+  /** The recording of its queue call changed: `AgentOnCall` again, with the new `monitorState`. */
+  recordChanged(agentId: number, leg: AgentLeg): void {
+    const agent = this.#agents.get(agentId);
+    if (agent?.logged && agent.legs.has(leg) && agent.state === "AgentOnCall") {
+      this.#event(agent, "AgentOnCall");
+    }
+  }
+
   /**
    * Its queue call leg ended: free again when it was not answered and no other rings
    * (`AgentReady`, or `AgentOnPause` when paused meanwhile), in wrap-up when it was (the queue's
@@ -536,7 +547,8 @@ export class AgentBook {
     agent.state = name;
     agent.sinceMs = this.ctx.clock.now();
     this.#version++;
-    this.ctx.emit(agentStateEvent(this.ctx.dir(), agent, name));
+    const talking = [...agent.legs].find((leg) => leg.answeredMs !== null);
+    this.ctx.emit(agentStateEvent(this.ctx.dir(), agent, name, talking?.record ?? null));
   }
 }
 

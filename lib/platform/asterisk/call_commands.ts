@@ -15,7 +15,7 @@ import {
   type TransferRequest,
 } from "../call_control.ts";
 import type { Directory } from "../directory.ts";
-import { PlatformRefusal } from "../port.ts";
+import { PlatformRefusal, usrVariables } from "../port.ts";
 import { pbxMessage } from "./agents.ts";
 import type { AmiResponse } from "./ami_client.ts";
 import {
@@ -83,6 +83,7 @@ export class CallCommands {
         onHold: leg.heldBy !== null,
         muted: leg.muted,
         record: leg.record,
+        userData: { ...call.userData },
         talkingTo: this.ctx.tracker.peersOf(leg)
           .sort((a, b) => (rank.get(a) ?? 0) - (rank.get(b) ?? 0))
           .map((other) => other.uniqueId),
@@ -90,7 +91,12 @@ export class CallCommands {
         conferenceId: this.#control.conferenceOf(leg)?.id ?? null,
         name: nameOf(leg),
         number: leg.number,
-        peerName: peer ? nameOf(peer) : "",
+        // as its phone events name the other party (`otherDName`), else the peer's user
+        peerName: (leg.phone &&
+          dir.nameOf(leg.otherDN, leg.phone.context, {
+            number: call.shownNumber,
+            name: call.shownName,
+          })) || (peer ? nameOf(peer) : ""),
         peerNumber: leg.otherDN,
         isCaller: leg === call.origin,
         dialled: call.dialled,
@@ -122,7 +128,7 @@ export class CallCommands {
   }
 
   /** Tells every svc process on the PBX (its own included) what call control is doing. */
-  #announce(name: string, fields: Record<string, string>): Promise<AmiResponse> {
+  #announce(name: string, fields: Record<string, string | string[]>): Promise<AmiResponse> {
     return this.#act("UserEvent", { UserEvent: name, ...fields });
   }
 
@@ -153,6 +159,31 @@ export class CallCommands {
         return;
       case "record":
         return await this.#record(leg, command.action);
+      case "attach":
+        return await this.#attach(leg, usrVariables(command.variables));
+    }
+  }
+
+  /**
+   * `setData`: announced (every process adds the variables to the call's `userData`), then set on
+   * the party's channel and its peers' as `__USR_<key>`, so that the channels they create next (a
+   * transfer's, a forward's) inherit them.
+   */
+  async #attach(leg: Leg, variables: Record<string, string>): Promise<void> {
+    const pairs = Object.entries(variables).map(([key, value]) => `${key}=${value}`);
+    if (pairs.some((pair) => /[\r\n]/.test(pair))) {
+      throw refuse("bad_variables", "variables must hold no line break");
+    }
+    const channels = [leg, ...this.ctx.tracker.peersOf(leg)].flatMap((party) => {
+      const channel = this.ctx.tracker.channelOf(party);
+      return channel ? [channel.name] : [];
+    });
+    if (!channels.length) throw refuse("no_call", `no call ${leg.uniqueId}`);
+    await this.#announce("SvcData", { Uniqueid: leg.uniqueId, Var: pairs });
+    for (const channel of channels) {
+      for (const [key, value] of Object.entries(variables)) {
+        await this.#act("Setvar", { Channel: channel, Variable: `__${key}`, Value: value });
+      }
     }
   }
 

@@ -99,14 +99,16 @@ export class ControlState {
       case "MixMonitorStart":
       case "MixMonitorStop": {
         const recorded = leg();
-        if (recorded) recorded.record = event.event === "MixMonitorStart" ? "active" : "inactive";
+        if (!recorded) return false;
+        recorded.record = event.event === "MixMonitorStart" ? "active" : "inactive";
+        this.ops.recordChanged(recorded);
         return false;
       }
       case "MixMonitorMute": {
         const recorded = leg();
-        if (recorded && recorded.record !== "inactive") {
-          recorded.record = event.get("State") === "1" ? "paused" : "active";
-        }
+        if (!recorded || recorded.record === "inactive") return false;
+        recorded.record = event.get("State") === "1" ? "paused" : "active";
+        this.ops.recordChanged(recorded);
         return false;
       }
       default:
@@ -157,6 +159,19 @@ export class ControlState {
       case "SvcMute": {
         const muted = leg("Uniqueid");
         if (muted) muted.muted = event.get("Muted") === "1";
+        return false;
+      }
+      case "SvcData": {
+        // `setData`: USR_ variables attached to the party's call, for its next phone events
+        const party = leg("Uniqueid");
+        if (!party) return false;
+        const added = Object.fromEntries(
+          event.all("Var").map((pair) => {
+            const at = pair.indexOf("=");
+            return [pair.slice(0, at), pair.slice(at + 1)];
+          }),
+        );
+        party.call.userData = { ...party.call.userData, ...added };
         return false;
       }
       default:
@@ -215,6 +230,7 @@ export class ControlState {
       originChannel: from.uniqueId,
       originUp: true,
       shownNumber: from.number,
+      shownName: "", // the phone's user by its number, else nobody known
       ringSrc: { username: from.phone?.username ?? "", number: from.number },
       target: dir.resolve(exten, context).kind,
       failed: false,
@@ -327,12 +343,14 @@ export class ControlState {
 
   /**
    * A channel went on in the dialplan: the initiator back in its consultation context past the
-   * `Dial` is the consultation over (not answered, busy, the recipient gone): a transfer still in
-   * progress is undone, one undone already has its parties bridged back.
+   * `Dial` (waiting, or hung up) is the consultation over (not answered, busy, the recipient
+   * gone): a transfer still in progress is undone, one undone already has its parties bridged
+   * back.
    */
   dialplan(channel: Channel): void {
     const leg = channel.leg;
-    if (!leg || channel.context !== CONSULT_CONTEXT || channel.priority < 2) return;
+    const past = channel.app === "Wait" || channel.app === "Hangup";
+    if (!leg || channel.context !== CONSULT_CONTEXT || !past) return;
     if (leg.transfer) return this.#undo(leg.transfer, "now");
     const transferred = this.#rebridge.get(leg);
     if (!transferred) return;

@@ -50,6 +50,8 @@ export interface Leg {
   music: boolean;
   muted: boolean;
   record: RecordState;
+  /** The `recordState` of its last phone event: a recording changed since shows in a new one. */
+  recordShown: RecordState;
   /** The attended transfer it initiates, while in progress. */
   transfer: Transfer | null;
 }
@@ -100,8 +102,9 @@ export interface Call extends CallSummary {
   /** The Originate's ActionID, to tell its `OriginateResponse` when no channel came. */
   originateId: string | null;
   context: string;
-  /** The number an internal callee sees as the caller's. */
+  /** The number an internal callee sees as the caller's, and the name shown with it. */
   shownNumber: string;
+  shownName: string;
   /** What the number dialled reaches in the caller's context. */
   target: Target["kind"];
   established: boolean;
@@ -127,9 +130,10 @@ export interface Channel {
   /** `PJSIP/alice` for `PJSIP/alice-0000000b`; null for a Local channel. */
   device: string | null;
   leg: Leg | null;
-  /** The dialplan context it is in (its last `Newexten`), and the priority. */
+  /** The dialplan context it is in (its last `Newexten`), the priority and the application. */
   context: string;
   priority: number;
+  app: string;
   /** The bridge it is in (`BridgeUniqueid`), null for none. */
   bridge: string | null;
   /** The other half of a Local channel (`LocalBridge`). */
@@ -164,6 +168,8 @@ export interface TrackerContext {
   dir(): Directory;
   now(): number;
   emit(event: PlatformEvent): void;
+  /** The call `linkedId` is none of the tracker's (a supervisor's listening call). */
+  ignored(linkedId: string): boolean;
   agents: AgentBook;
   /**
    * An AMI action the PBX needs after what it did (a party left alone on hold hung up, a held party
@@ -179,6 +185,7 @@ export interface NewCall {
   context: string;
   dialled: string;
   shownNumber: string;
+  shownName: string;
   src: Call["src"];
   userData: Record<string, string>;
   /** What svc asks in its Originate; null for a call svc did not place. */
@@ -204,6 +211,12 @@ export interface TrackerOps {
   endCall(call: Call): void;
   /** The calling party fails (`EventFailure`); the call ends. */
   failCall(call: Call): void;
+  /**
+   * The recording of `leg` changed (`MixMonitor*`): its user gets its current phone event again
+   * with the new `recordState`, its agent on that queue call `AgentOnCall` with the new
+   * `monitorState`.
+   */
+  recordChanged(leg: Leg): void;
   /** The channel of `leg`, if it still exists. */
   channelOf(leg: Leg): Channel | undefined;
   /** The parties `leg` hears: through its bridge and any Local channels in between. */

@@ -51,6 +51,7 @@ export function dialAnnouncement(init: NewCall): Record<string, string | string[
     Context: init.context,
     Dialled: init.dialled,
     Shown: init.shownNumber,
+    ShownName: init.shownName,
     SrcUser: init.src.userId === null ? "" : String(init.src.userId),
     SrcUsername: init.src.username,
     SrcNumber: init.src.number,
@@ -88,6 +89,7 @@ function announcedCall(event: AmiMessage): NewCall | null {
     context: event.get("Context") ?? "",
     dialled: event.get("Dialled") ?? "",
     shownNumber: event.get("Shown") ?? "",
+    shownName: event.get("ShownName") ?? "",
     src: {
       userId: id(event.get("SrcUser")),
       username: event.get("SrcUsername") ?? "",
@@ -166,6 +168,7 @@ export class CallTracker {
       dialled: init.dialled,
       dialledUsername: target.kind === "phone" ? target.phone.username : "",
       shownNumber: init.shownNumber,
+      shownName: init.shownName,
       src: init.src,
       target: target.kind,
       established: false,
@@ -405,6 +408,7 @@ export class CallTracker {
       ctx: this.ctx,
       phoneEvent: (leg, type) => this.#phoneEvent(leg, type),
       release: (leg) => this.#release(leg),
+      recordChanged: (leg) => this.#recordChanged(leg),
       endCall: (call) => this.#endCall(call),
       failCall: (call) => this.#failCall(call),
       channelOf: (leg) => this.channelOf(leg),
@@ -425,7 +429,7 @@ export class CallTracker {
     const uniqueId = event.get("Uniqueid");
     const linkedId = event.get("Linkedid");
     const name = event.get("Channel");
-    if (!uniqueId || !linkedId || !name) return;
+    if (!uniqueId || !linkedId || !name || this.ctx.ignored(linkedId)) return;
     const channel: Channel = {
       uniqueId,
       linkedId,
@@ -434,6 +438,7 @@ export class CallTracker {
       leg: null,
       context: event.get("Context") ?? "",
       priority: Number(event.get("Priority") ?? 1),
+      app: "",
       bridge: null,
       localPeer: null,
     };
@@ -456,12 +461,15 @@ export class CallTracker {
   #notOurs(channel: Channel, event: AmiMessage): Call {
     const phone = channel.device ? this.ctx.dir().phoneOfInterface(channel.device) : null;
     const number = phone?.extension ?? event.get("CallerIDNum") ?? "";
+    const name = event.get("CallerIDName") ?? "";
     return this.start({
       linkedId: channel.uniqueId,
       kind: phone ? "phone" : "incoming",
       context: event.get("Context") ?? "",
       dialled: "", // known at its first extension (see #newExten)
       shownNumber: number,
+      // an outside caller's name as its trunk gave it (a phone's user is named by its number)
+      shownName: phone || name === "<unknown>" || name === number ? "" : name,
       src: { userId: phone?.userId ?? null, username: phone?.username ?? "", number },
       userData: {},
       originate: null,
@@ -556,6 +564,7 @@ export class CallTracker {
       music: false,
       muted: false,
       record: "inactive",
+      recordShown: "inactive",
       transfer: null,
       ...extra,
     };
@@ -642,6 +651,7 @@ export class CallTracker {
     if (channel) {
       channel.context = event.get("Context") ?? channel.context;
       channel.priority = Number(event.get("Priority") ?? channel.priority);
+      channel.app = event.get("Application") ?? "";
       this.control.dialplan(channel);
     }
     const call = this.#callOf(uniqueId);
@@ -661,6 +671,8 @@ export class CallTracker {
       this.#phoneEvent(call.origin, "EventDialing");
     }
     if (call.established) return;
+    // the callee's voicemail answers the call (svc-user, not answered)
+    if (app === "VoiceMail") return this.#establish(call, null, [call.origin]);
     if (app === "Busy" || app === "Congestion") this.#failCall(call);
     else if (app === "Answer" && call.target === "external" && call.originUp) {
       this.#establish(call, null, [call.origin]);
@@ -1054,6 +1066,8 @@ export class CallTracker {
     const userId = leg.phone?.userId ?? null;
     if (userId === null) return;
     leg.announced = true;
+    leg.recordShown = leg.record;
+    const call = leg.call;
     this.ctx.emit({
       kind: "phone",
       userId,
@@ -1061,9 +1075,24 @@ export class CallTracker {
       eventType,
       DN: leg.phone!.extension,
       otherDN: leg.otherDN,
-      linkedId: leg.call.linkedId,
+      otherDName: this.ctx.dir().nameOf(leg.otherDN, leg.phone!.context, {
+        number: call.shownNumber,
+        name: call.shownName,
+      }),
+      linkedId: call.linkedId,
       uniqueId: leg.uniqueId,
-      userData: { PLATFORM_USERID: String(userId), ...leg.call.userData },
+      userData: { PLATFORM_USERID: String(userId), ...call.userData },
+      recordState: leg.record,
+      ...(leg.queueId !== null && { queueId: leg.queueId }),
     });
+  }
+
+  /** See {@link TrackerOps.recordChanged}. */
+  #recordChanged(leg: Leg): void {
+    if (leg.ended || leg.call.ended) return;
+    if (leg.announced && leg.record !== leg.recordShown) {
+      this.#phoneEvent(leg, leg.state === "on_hold" ? "EventOnHold" : "EventEstablished");
+    }
+    if (leg.agentId !== null) this.ctx.agents.recordChanged(leg.agentId, leg);
   }
 }

@@ -1,15 +1,19 @@
 /**
- * The Asterisk configuration svc generates from the configuration daemon's records: three files
- * the operator `#include`s once, at the end of `pjsip.conf`, `extensions.conf` and `queues.conf`.
+ * The Asterisk configuration svc generates from the configuration daemon's records: four files
+ * the operator `#include`s once, at the end of `pjsip.conf`, `extensions.conf`, `queues.conf` and
+ * `voicemail.conf`.
  * Generation is pure and deterministic (records in id order, Unix newlines), so an unchanged
  * configuration gives byte-identical files and nothing is written or reloaded.
  *
  * The dialplan has the shape of the one the recorded sessions ran (`tests/peers/asterisk_transcripts/`),
  * which the AMI event mapping relies on: a user's extension has a hint and runs
  * `Gosub(svc-user,${EXTEN},1(...))`, which reads AstDB family `svc` (keys below) and runs `Dial`,
- * `Busy`, or `Dial(Local/...)` for a forward; a queue number runs `Answer` then `Queue`. A queue
+ * `Busy`, or `Dial(Local/...)` for a forward, and a call its user does not answer (no no-answer
+ * forward) goes to the user's voicemail (`VoiceMail`); a queue number runs `Answer` then `Queue`. A
+ * queue
  * member's interface is `Local/<line id>@svc-agent` ({@link agentMemberInterface}), which rings the
- * line's device with no DND, forward or ring time of its own: the queue's settings decide.
+ * line's device with no DND, forward or ring time of its own: the queue's settings decide. A
+ * supervisor listens to an agent from `svc-listen` (`ChanSpy`).
  *
  * AstDB keys, by the line's main user id (`none` for a line without user, never set):
  * `svc/dnd/<user id>` = `1` · `svc/fwd_unc/<user id>`, `svc/fwd_busy/<user id>`,
@@ -39,6 +43,15 @@
  *   channels it creates in the group named by `OUTBOUND_GROUP_ONCE` (`<group>@<category>`), then
  *   unsets it. svc-user tags the callee's leg (not the caller's channel), so a call the user was
  *   forwarded away from, or transferred out of, no longer counts as one of the user's calls.
+ * - `voicemail.conf` reads a context's mailboxes from the first section of that name only
+ *   (`ast_variable_browse` by name): svc's contexts must not be sections of the operator's file.
+ *   A mailbox line is `<number> => <password>,<name>,<email>,<pager>,<options>`: `,` and `|`
+ *   separate, so values holding them (or `;`, a line break) are left out.
+ * - `VoiceMail` with option `s` and no `u`/`b` plays no greeting nor instructions, only the beep
+ *   (the `beep` sound), then records until the caller hangs up; the message is kept (`minsecs` 0).
+ * - `ChanSpy(<uniqueid>,qESu)`: `u` names the channel by its uniqueid (exactly), `q` plays no beep
+ *   nor name, `E` ends when that channel hangs up, `S` ends at once when it is already gone; no `w`
+ *   or `B`: the supervisor is not heard.
  */
 import { type AgentRecord, agents } from "../../store/agents.ts";
 import {
@@ -55,6 +68,7 @@ import { type QueueRecord, queues } from "../../store/queues.ts";
 import { allOf } from "../../store/records.ts";
 import type { Store } from "../../store/store.ts";
 import { type UserRecord, users } from "../../store/users.ts";
+import { type VoicemailRecord, voicemails } from "../../store/voicemails.ts";
 
 /** The records the files are generated from. */
 export interface ConfigSnapshot {
@@ -66,6 +80,7 @@ export interface ConfigSnapshot {
   extensions: readonly ExtensionRecord[];
   queues: readonly QueueRecord[];
   agents: readonly AgentRecord[];
+  voicemails: readonly VoicemailRecord[];
 }
 
 /** svc's agent context: a queue member's interface rings the line's device through it. */
@@ -82,7 +97,10 @@ export function agentMemberInterface(lineId: number): string {
   return `Local/${lineId}@${AGENT_CONTEXT}`;
 }
 
-/** The three generated files' contents. */
+/** svc's listening context: a supervisor's phone listens to an agent's channel from there. */
+export const LISTEN_CONTEXT = "svc-listen";
+
+/** The generated files' contents. */
 export interface AsteriskConfig {
   /** `pjsip_svc.conf` */
   pjsip: string;
@@ -90,6 +108,8 @@ export interface AsteriskConfig {
   extensions: string;
   /** `queues_svc.conf` */
   queues: string;
+  /** `voicemail_svc.conf` */
+  voicemail: string;
 }
 
 /** The collections a snapshot reads: a write to any of them may change the files. */
@@ -102,6 +122,7 @@ export const SNAPSHOT_COLLECTIONS = [
   extensions,
   queues,
   agents,
+  voicemails,
 ] as const;
 
 /**
@@ -112,17 +133,17 @@ export const SNAPSHOT_COLLECTIONS = [
  * const files = asteriskConfig(await readConfigSnapshot(store));
  */
 export async function readConfigSnapshot(store: Store): Promise<ConfigSnapshot> {
-  const [userList, lineList, sipList, sccpList, customList, extensionList, queueList, agentList] =
-    await allOf(store, [
-      users,
-      lines,
-      sipEndpoints,
-      sccpEndpoints,
-      customEndpoints,
-      extensions,
-      queues,
-      agents,
-    ]);
+  const [
+    userList,
+    lineList,
+    sipList,
+    sccpList,
+    customList,
+    extensionList,
+    queueList,
+    agentList,
+    voicemailList,
+  ] = await allOf(store, SNAPSHOT_COLLECTIONS);
   return {
     users: userList,
     lines: lineList,
@@ -132,6 +153,7 @@ export async function readConfigSnapshot(store: Store): Promise<ConfigSnapshot> 
     extensions: extensionList,
     queues: queueList,
     agents: agentList,
+    voicemails: voicemailList,
   };
 }
 
@@ -148,6 +170,7 @@ export function asteriskConfig(snapshot: ConfigSnapshot): AsteriskConfig {
     pjsip: pjsipFile(model),
     extensions: extensionsFile(model),
     queues: queuesFile(model),
+    voicemail: voicemailFile(model),
   };
 }
 
@@ -166,7 +189,11 @@ const RESERVED_CONTEXTS = new Set([
   "svc-wait",
   "svc-consult",
   "svc-conference",
+  LISTEN_CONTEXT,
   AGENT_CONTEXT,
+  // voicemail.conf's own sections
+  "zonemessages",
+  "aliases",
 ]);
 /** PJSIP section names (confd's SIP usernames are a subset). */
 const SECTION_NAME = /^[A-Za-z0-9_.+-]{1,80}$/;
@@ -203,6 +230,7 @@ class Model {
   readonly sip: Map<number, SipEndpointRecord>;
   readonly custom: Map<number, CustomEndpointRecord>;
   readonly extensions: Map<number, ExtensionRecord>;
+  readonly voicemails: Map<number, VoicemailRecord>;
 
   constructor(readonly snapshot: ConfigSnapshot) {
     const index = <T extends { id: number }>(records: readonly T[]) =>
@@ -212,6 +240,17 @@ class Model {
     this.sip = index(snapshot.sipEndpoints);
     this.custom = index(snapshot.customEndpoints);
     this.extensions = index(snapshot.extensions);
+    this.voicemails = index(snapshot.voicemails);
+  }
+
+  /** The `<number>@<context>` of the user's enabled voicemail as a mailbox svc writes, or null. */
+  mailboxOf(user: UserRecord | undefined): string | null {
+    const voicemail = user?.voicemail_id == null
+      ? undefined
+      : this.voicemails.get(user.voicemail_id);
+    return voicemail && usableMailbox(voicemail)
+      ? `${voicemail.number}@${voicemail.context}`
+      : null;
   }
 
   /** The line's main user (`user_ids[0]`), if any. */
@@ -468,7 +507,9 @@ const SVC_USER = [
   ";   the forwards. SVC_CALLERID, set by svc on a dial from queue, is the caller id shown (the",
   ";   queue's, not that of the agent who answered). Entered with the dialled extension, so CDR",
   ";   Destination is the number; the pattern matches every extension confd allows (_X. would",
-  ";   miss one-character ones and *, #, +).",
+  ";   miss one-character ones and *, #, +). ARG6, when given, is the user's voicemail box",
+  ";   (<number>@<context>): a call not answered and not forwarded is left there (VoiceMail,",
+  ";   option s: the beep, then the message), unless svc's consultation dials (SVC_NOVM).",
   "[svc-user]",
   "exten => _[0-9*#+]!,1,NoOp(svc-user ${ARG1})",
   " same => n,ExecIf($[${LEN(${SVC_CALLERID})} > 0]?Set(CALLERID(all)=${SVC_CALLERID}))",
@@ -489,7 +530,10 @@ const SVC_USER = [
   " same => n,Return()",
   " same => n(noanswer),Set(FWD=${DB(svc/fwd_rna/${ARG3})})",
   ' same => n,GotoIf($["${FWD}" != ""]?forward)',
-  " same => n,Return()",
+  // VoiceMail on a line of its own: its Newexten tells svc the voicemail answered
+  " same => n,GotoIf($[${LEN(${ARG6})} = 0 | 0${SVC_NOVM} = 1]?missed)",
+  " same => n,VoiceMail(${ARG6},s)",
+  " same => n(missed),Return()",
   " same => n(dnd),NoOp(${ARG3} is on DND)",
   " same => n,Busy(3)",
   " same => n,Return()",
@@ -524,9 +568,11 @@ const CALL_CONTROL = [
   "",
   "; svc-consult: an attended transfer's consultation, dialled from the initiator's own channel",
   ";   in SVC_CONSULT_CONTEXT, for SVC_CONSULT_TIMEOUT seconds (empty: as long as it rings);",
-  ";   then it waits (g), for svc to bridge it back with the transferred party.",
+  ";   then it waits (g), for svc to bridge it back with the transferred party. The recipient's",
+  ";   voicemail never answers it (SVC_NOVM, inherited): not answered, the transfer is undone.",
   "[svc-consult]",
-  "exten => _[0-9*#+]!,1,Dial(Local/${EXTEN}@${SVC_CONSULT_CONTEXT},${SVC_CONSULT_TIMEOUT},g)",
+  "exten => _[0-9*#+]!,1,Set(__SVC_NOVM=1)",
+  " same => n,Dial(Local/${EXTEN}@${SVC_CONSULT_CONTEXT},${SVC_CONSULT_TIMEOUT},g)",
   " same => n,Wait(86400)",
   " same => n,Hangup()",
   "",
@@ -536,6 +582,13 @@ const CALL_CONTROL = [
   'exten => s,1,ExecIf($["${SVC_CONF_MARKED}" = "1"]?Set(CONFBRIDGE(user,marked)=yes))',
   ' same => n,ExecIf($["${SVC_CONF_MARKED}" = "0"]?Set(CONFBRIDGE(user,end_marked)=yes))',
   " same => n,ConfBridge(${SVC_CONFERENCE})",
+  " same => n,Hangup()",
+  "",
+  `; ${LISTEN_CONTEXT}: a supervisor's phone (originated here) listens to the channel whose`,
+  ";   uniqueid is SVC_SPY: both sides of its call, without being heard, until either hangs up.",
+  `[${LISTEN_CONTEXT}]`,
+  "exten => s,1,NoOp(svc listens to ${SVC_SPY})",
+  " same => n,ChanSpy(${SVC_SPY},qESu)",
   " same => n,Hangup()",
 ];
 
@@ -587,7 +640,15 @@ function extensionsFile(model: Model): string {
       ? user.ring_seconds
       : 30;
     const exten = extension.exten;
-    const args = [device.iface, ring, user?.id ?? "none", line.context, callLimit(user)].join(",");
+    const mailbox = model.mailboxOf(user);
+    const args = [
+      device.iface,
+      ring,
+      user?.id ?? "none",
+      line.context,
+      callLimit(user),
+      ...(mailbox ? [mailbox] : []),
+    ].join(",");
     add(extension.context, [
       // a hint names one extension: a pattern gets none
       ...(exten.startsWith("_") ? [] : [`exten => ${exten},hint,${device.iface}`]),
@@ -675,6 +736,74 @@ function extensionsFile(model: Model): string {
       " same => n,Hangup()",
     )
   );
+  return text(out);
+}
+
+// ---- voicemail_svc.conf
+
+/** A mailbox number (`VoiceMail`'s `<number>@<context>`): digits, `*`, `#`, `+`. */
+const MAILBOX_NUMBER = /^[0-9*#+]{1,40}$/;
+
+/** Whether svc writes `voicemail`'s mailbox (enabled, a usable number and context). */
+function usableMailbox(voicemail: VoicemailRecord): boolean {
+  return voicemail.enabled && MAILBOX_NUMBER.test(voicemail.number) &&
+    usableContext(voicemail.context);
+}
+
+/**
+ * A field of a mailbox line: "" when absent; null when it cannot be written (`,` and `|` separate
+ * fields and options, `;` starts a comment, a line break ends the line).
+ */
+function mailboxField(value: string | null): string | null {
+  if (value === null) return "";
+  return /[,|;]/.test(value) || CONTROL.test(value) ? null : value.trim();
+}
+
+/** Each context's mailboxes: `<number> => <password>,<name>,<email>,<pager>,<options>`. */
+function voicemailFile(model: Model): string {
+  const out = header("voicemail_svc.conf", "voicemail.conf", "app_voicemail.so");
+  const notes: string[] = [];
+  const contexts = new Map<string, string[]>();
+  for (const voicemail of byId(model.snapshot.voicemails)) {
+    const skip = (why: string) => notes.push(`; voicemail ${voicemail.id} left out: ${why}`);
+    if (!voicemail.enabled) continue;
+    if (!MAILBOX_NUMBER.test(voicemail.number)) {
+      skip("its number is not a valid mailbox number");
+      continue;
+    }
+    if (!usableContext(voicemail.context)) {
+      skip("its context is not a usable context name");
+      continue;
+    }
+    const [password, name, email, pager, language] = [
+      voicemail.password,
+      voicemail.name,
+      voicemail.email,
+      voicemail.pager,
+      voicemail.language,
+    ].map(mailboxField);
+    if ([password, name, email, pager].includes(null)) {
+      skip("a password, name, email or pager holds , | ; or a line break");
+      continue;
+    }
+    const options = [
+      `attach=${voicemail.attach_audio ? "yes" : "no"}`,
+      `delete=${voicemail.delete_messages ? "yes" : "no"}`,
+      ...(language ? [`language=${language}`] : []),
+      ...(voicemail.max_messages !== null && Number.isInteger(voicemail.max_messages) &&
+          voicemail.max_messages > 0
+        ? [`maxmsg=${voicemail.max_messages}`]
+        : []),
+    ].join("|");
+    const entry = `${voicemail.number} => ${[password, name, email, pager, options].join(",")}`;
+    const entries = contexts.get(voicemail.context);
+    if (entries) entries.push(entry);
+    else contexts.set(voicemail.context, [entry]);
+  }
+  if (notes.length) out.push("", ...notes);
+  for (const context of [...contexts.keys()].sort()) {
+    out.push("", `[${context}]`, ...contexts.get(context)!);
+  }
   return text(out);
 }
 

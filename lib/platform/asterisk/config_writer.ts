@@ -30,6 +30,7 @@ export const ASTERISK_FILES: readonly {
   { key: "pjsip", name: "pjsip_svc.conf", module: "res_pjsip.so" },
   { key: "extensions", name: "extensions_svc.conf", module: "pbx_config.so" },
   { key: "queues", name: "queues_svc.conf", module: "app_queue.so" },
+  { key: "voicemail", name: "voicemail_svc.conf", module: "app_voicemail.so" },
 ];
 
 export interface ConfigWriterOptions {

@@ -33,8 +33,10 @@ import {
   type PlatformListener,
   PlatformRefusal,
   usrVariables,
+  type VoicemailCounts,
   type WaitingCall,
 } from "../port.ts";
+import { notLogged } from "../agent_rules.ts";
 import { EventDelivery } from "../delivery.ts";
 import type {
   CallCommand,
@@ -55,6 +57,8 @@ import { ASTDB_FAMILY, keysToWrite, userKeys, writeKeys } from "./astdb.ts";
 import { CallCommands } from "./call_commands.ts";
 import { CallTracker, DIAL_DROPPED_EVENT, dialAnnouncement, type NewCall } from "./calls.ts";
 import { ASTERISK_FILES, ConfigWriter } from "./config_writer.ts";
+import { LISTEN_CONTEXT } from "./config_files.ts";
+import { listenAnnouncement, Spies, type SpyFields } from "./listen.ts";
 
 export interface AsteriskOptions {
   store: Store;
@@ -122,9 +126,12 @@ export class AsteriskPlatform implements Platform {
   readonly #agents: AgentBook;
   readonly #calls: CallTracker;
   readonly #commands: CallCommands;
+  readonly #spies: Spies;
   readonly #writer: ConfigWriter;
   /** Device → its last known state (`DeviceStateChange`). */
   readonly #devices = new Map<string, string>();
+  /** Voicemail id → its messages as last told (`MessageWaiting`): `<new>/<old>`. */
+  readonly #mailboxes = new Map<number, string>();
   readonly #listeners: PlatformListener[] = [];
   /** Events of the AMI event being handled, handed over once it is. */
   #batch: PlatformEvent[] = [];
@@ -202,7 +209,9 @@ export class AsteriskPlatform implements Platform {
       dir: () => this.#dir,
       emit: (event: PlatformEvent) => this.#emit(event),
       now: () => options.clock.now(),
+      ignored: (linkedId: string) => this.#spies.has(linkedId),
     };
+    this.#spies = new Spies(ctx.emit);
     this.#agents = new AgentBook({
       ...ctx,
       // a wrap-up ending on the clock has no AMI event to carry its state: handed over at once,
@@ -353,12 +362,14 @@ export class AsteriskPlatform implements Platform {
   ): Promise<CallStarted> {
     const current = (await this.#directory()).queues.get(queue.id) ?? queue;
     const shown = callerId.number ?? current.number ?? current.name;
-    const text = callerIdText(callerId.name ?? current.display_name ?? current.name, shown);
+    const shownName = callerId.name ?? current.display_name ?? current.name;
+    const text = callerIdText(shownName, shown);
     return await this.#originate({
       kind: "from_queue",
       context: current.context,
       dialled: destination,
       shownNumber: shown,
+      shownName,
       src: { userId: null, username: "", number: shown },
       userData: usrVariables(variables),
       originate: {
@@ -389,6 +400,7 @@ export class AsteriskPlatform implements Platform {
       context: current.context,
       dialled: destination,
       shownNumber: callerIdNumber,
+      shownName: "",
       src: { userId: null, username: "", number: callerIdNumber },
       userData: usrVariables(variables),
       originate: {
@@ -463,6 +475,81 @@ export class AsteriskPlatform implements Platform {
 
   queueCalls(): Promise<WaitingCall[]> {
     return Promise.resolve(this.#calls.waitingCalls());
+  }
+
+  /**
+   * The supervisor's phone is originated into `svc-listen`, where `ChanSpy` listens to the
+   * channel of the agent's call (its uniqueid in `SVC_SPY`); announced first (`SvcListen`) so that
+   * every process follows it as this one does.
+   */
+  async listen(supervisor: UserRecord, agentId: number): Promise<CallStarted> {
+    if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
+    const dir = await this.#directory();
+    const phone = dir.phoneOfUser(supervisor.id);
+    if (!phone?.interface) throw noLine(supervisor);
+    const presence = this.#agents.presence(agentId);
+    if (!presence.logged) throw notLogged(agentId);
+    const agentPhone = dir.phoneAt(presence.extension!, presence.context!);
+    const target = agentPhone
+      ? this.#calls.liveLegs().filter((leg) =>
+        leg.phone?.lineId === agentPhone.lineId && leg.state !== "ringing" &&
+        this.#calls.channelOf(leg)?.device !== null
+      ).at(-1)
+      : undefined;
+    if (!agentPhone || !target) {
+      throw new PlatformRefusal("not_on_call", `agent ${agentId} is on no call`);
+    }
+    const user = dir.users.get(supervisor.id) ?? supervisor;
+    const agentUser = agentPhone.userId === null ? undefined : dir.users.get(agentPhone.userId);
+    const fields: SpyFields = {
+      agentId,
+      agentNumber: dir.agents.get(agentId)?.number ?? "",
+      phoneNb: presence.extension!,
+      agentUsername: agentPhone.username,
+      supervisorId: supervisor.id,
+      supervisorUsername: user.username ?? "",
+    };
+    const linkedId = crypto.randomUUID();
+    this.#spies.add(linkedId, fields, phone.interface);
+    // every process registers it before its channel's first event (see #originate)
+    this.#action("UserEvent", listenAnnouncement(linkedId, fields, phone.interface))
+      .catch(() => {});
+    const response = await this.#action("Originate", {
+      Channel: phone.interface,
+      Context: LISTEN_CONTEXT,
+      Exten: "s",
+      Priority: "1",
+      CallerID: callerIdText(
+        (agentUser && fullName(agentUser)) || fields.agentNumber,
+        fields.phoneNb,
+      ),
+      Timeout: String(user.ring_seconds * 1000),
+      ChannelId: linkedId,
+      Variable: [`SVC_SPY=${target.uniqueId}`],
+      Async: "true",
+    });
+    if (!response.ok) {
+      this.#spies.forget(linkedId);
+      throw new PlatformRefusal("pbx_refused", pbxMessage("Originate", response));
+    }
+    return { linkedId };
+  }
+
+  /** `MailboxCount` of the voicemail's mailbox (`<number>@<context>`). */
+  async voicemailCounts(voicemailId: number): Promise<VoicemailCounts> {
+    const voicemail = (await this.#loader.load({ recent: true })).voicemails.get(voicemailId);
+    if (!voicemail?.enabled) {
+      throw new PlatformRefusal("no_voicemail", `no voicemail ${voicemailId}`);
+    }
+    if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
+    const response = await this.#action("MailboxCount", {
+      Mailbox: `${voicemail.number}@${voicemail.context}`,
+    });
+    if (!response.ok) {
+      throw new PlatformRefusal("pbx_refused", pbxMessage("MailboxCount", response));
+    }
+    const count = (field: string) => Number(response.message.get(field)) || 0;
+    return { newMessages: count("NewMessages"), oldMessages: count("OldMessages") };
   }
 
   /**
@@ -601,6 +688,7 @@ export class AsteriskPlatform implements Platform {
       context,
       dialled,
       shownNumber: phone.extension,
+      shownName: fullName(user),
       src: { userId: caller.id, username: caller.username ?? "", number: phone.extension },
       userData: usrVariables(variables),
     };
@@ -783,12 +871,17 @@ export class AsteriskPlatform implements Platform {
         case "FullyBooted":
           this.#booted.resolve();
           break;
+        case "MessageWaiting":
+          this.#messageWaiting(event);
+          break;
         case "Shutdown":
           this.options.logger.warn("Asterisk is shutting down", {
             restart: event.get("Restart"),
           });
           break;
         default:
+          // a listening call's events are its own; its channel's others the tracker leaves alone
+          if (this.#spies.handle(event) && event.event !== "Newchannel") break;
           if (this.#calls.handle(event)) this.#statusVersion++;
       }
     } catch (error) {
@@ -801,6 +894,25 @@ export class AsteriskPlatform implements Platform {
     }
     this.#setCause(null);
     this.#handOver();
+  }
+
+  /**
+   * A mailbox's messages changed: the `VoicemailEvent` of the voicemail svc knows it as. Asterisk
+   * also tells the state of the mailboxes it loads (a reload): told only when it differs from the
+   * last one seen (none seen: empty).
+   */
+  #messageWaiting(event: AmiMessage): void {
+    const [number = "", context = "default"] = (event.get("Mailbox") ?? "").split("@");
+    const voicemail = this.#dir.voicemailAt(number, context);
+    if (!voicemail) return;
+    const counts = {
+      newMessages: Number(event.get("New")) || 0,
+      oldMessages: Number(event.get("Old")) || 0,
+    };
+    const seen = `${counts.newMessages}/${counts.oldMessages}`;
+    if ((this.#mailboxes.get(voicemail.id) ?? "0/0") === seen) return;
+    this.#mailboxes.set(voicemail.id, seen);
+    this.#emit({ kind: "voicemail", voicemailId: voicemail.id, ...counts });
   }
 
   // --- event ids and hand-over ------------------------------------------------------------------
@@ -853,7 +965,9 @@ export class AsteriskPlatform implements Platform {
    */
   #emit(event: PlatformEvent): void {
     const cause = this.#cause;
-    const linkedId = event.kind === "agent" ? undefined : event.linkedId;
+    const linkedId = event.kind === "agent" || event.kind === "voicemail"
+      ? undefined
+      : event.linkedId;
     const ownId = !cause?.replayable || (linkedId !== undefined && this.#gapCalls.has(linkedId));
     if (event.kind === "call_ended") this.#gapCalls.delete(event.linkedId);
     if (ownId) {
@@ -1003,7 +1117,9 @@ export class AsteriskPlatform implements Platform {
         this.#devices.set(item.get("Device") ?? "", item.get("State") ?? "");
       }
       const channels = await this.#action("CoreShowChannels");
-      this.#calls.resync(new Set(channels.items.map((item) => item.get("Uniqueid") ?? "")));
+      const alive = new Set(channels.items.map((item) => item.get("Uniqueid") ?? ""));
+      this.#calls.resync(alive);
+      this.#spies.resync(alive);
       this.#handOver();
       const queues = await this.#action("QueueStatus");
       this.#calls.resyncQueues(
@@ -1110,6 +1226,10 @@ function eventKind(event: PlatformEvent): string {
       return `q/${event.queueId}/${event.event}/${event.linkedId}`;
     case "call_ended":
       return `e/${event.linkedId}`;
+    case "listen":
+      return `l/${event.linkedId}/${event.started}`;
+    case "voicemail":
+      return `v/${event.voicemailId}/${event.newMessages}/${event.oldMessages}`;
   }
 }
 

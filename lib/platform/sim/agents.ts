@@ -19,7 +19,7 @@ import type { AgentState, Step } from "./state.ts";
 export function agentEvent(step: Step, agent: AgentState, name: AgentStateName): void {
   agent.state = name;
   agent.sinceMs = step.now;
-  step.emit(agentStateEvent(step.dir, agent, name));
+  step.emit(agentStateEvent(step.dir, agent, name, agent.leg?.record ?? null));
 }
 
 /** The presence of a logged agent; `not_logged` otherwise. */

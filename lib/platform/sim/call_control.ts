@@ -13,7 +13,8 @@ import {
   type TransferRequest,
 } from "../call_control.ts";
 import type { Directory } from "../directory.ts";
-import { PlatformRefusal } from "../port.ts";
+import { PlatformRefusal, usrVariables } from "../port.ts";
+import { agentEvent } from "./agents.ts";
 import { dialFrom, numberOf } from "./calls.ts";
 import {
   answerLeg,
@@ -21,6 +22,7 @@ import {
   endCall,
   endLeg,
   leftQueue,
+  legContext,
   peersOf,
   phoneEvent,
   rejectLeg,
@@ -43,7 +45,8 @@ export function liveCalls(sim: SimState, dir: Directory): LiveCall[] {
     const user = leg.userId === null ? undefined : dir.users.get(leg.userId);
     return user ? [user.firstname, user.lastname].filter(Boolean).join(" ") : "";
   };
-  const legs = [...sim.activeLegs()].filter((leg) => leg.role !== "queue");
+  // a queue's leg and a supervisor's listening leg are no party of a call
+  const legs = [...sim.activeLegs()].filter((leg) => leg.role !== "queue" && leg.role !== "spy");
   // the parties a leg hears in the order of the calls, as on every platform
   const rank = new Map(legs.map((leg, i) => [leg, i]));
   return legs.map((leg) => {
@@ -61,12 +64,17 @@ export function liveCalls(sim: SimState, dir: Directory): LiveCall[] {
       onHold: leg.heldBy !== null,
       muted: leg.muted,
       record: leg.record,
+      userData: { ...leg.call.userData },
       talkingTo: peers.map((other) => other.uniqueId),
       peerCallId: peerOf(leg)?.uniqueId ?? null,
       conferenceId: leg.bridge?.conference?.id ?? null,
       name: nameOf(leg),
       number: numberOf(leg),
-      peerName: peer ? nameOf(peer) : "",
+      // as its phone events name the other party (`otherDName`), else the peer's user
+      peerName: dir.nameOf(leg.otherDN, legContext(dir, leg), {
+        number: leg.call.shownNumber,
+        name: leg.call.shownName,
+      }) || (peer ? nameOf(peer) : ""),
       peerNumber: leg.otherDN,
       isCaller: leg === leg.call.origin,
       dialled: leg.call.dialled,
@@ -120,7 +128,7 @@ const refuse = (reason: string, message: string) => new PlatformRefusal(reason, 
 /** The party `callId` of a call in progress; `no_call` when there is none. */
 function legOf(sim: SimState, callId: string): Leg {
   for (const leg of sim.activeLegs()) {
-    if (leg.uniqueId === callId && leg.role !== "queue") return leg;
+    if (leg.uniqueId === callId && leg.role !== "queue" && leg.role !== "spy") return leg;
   }
   throw refuse("no_call", `no call ${callId}`);
 }
@@ -169,7 +177,10 @@ export async function callCommand(step: Step, callId: string, command: CallComma
       return;
     }
     case "record":
-      return record(leg, command.action);
+      return record(step, leg, command.action);
+    case "attach":
+      leg.call.userData = { ...leg.call.userData, ...usrVariables(command.variables) };
+      return;
   }
 }
 
@@ -218,21 +229,33 @@ function talkAgain(leg: Leg, peer: Leg): void {
   }
 }
 
-/** Recording: start and stop do nothing when already so; pause and resume need a recording. */
-function record(leg: Leg, action: "start" | "stop" | "pause" | "resume"): void {
+/**
+ * Recording: start and stop do nothing when already so; pause and resume need a recording. A
+ * change shows in the party's phone event (`recordState`) and its agent's `monitorState`.
+ */
+function record(step: Step, leg: Leg, action: "start" | "stop" | "pause" | "resume"): void {
+  const before = leg.record;
   if (action === "start") {
     if (!talking(leg)) throw notTalking(leg);
     if (leg.record === "inactive") leg.record = "active";
-    return;
-  }
-  if (action === "stop") {
+  } else if (action === "stop") {
     leg.record = "inactive";
-    return;
-  }
-  if (leg.record === "inactive") {
+  } else if (leg.record === "inactive") {
     throw refuse("recording_not_started", `call ${leg.uniqueId} is not recorded`);
+  } else leg.record = action === "pause" ? "paused" : "active";
+  if (leg.record !== before) recordChanged(step, leg);
+}
+
+/**
+ * The recording of `leg` changed: its user gets its current phone event again with the new
+ * `recordState`, and its agent on that queue call `AgentOnCall` with the new `monitorState`.
+ */
+function recordChanged(step: Step, leg: Leg): void {
+  if (leg.announced) {
+    phoneEvent(step, leg, leg.state === "on_hold" ? "EventOnHold" : "EventEstablished");
   }
-  leg.record = action === "pause" ? "paused" : "active";
+  const agent = leg.agentId === null ? undefined : step.sim.agents.get(leg.agentId);
+  if (agent?.leg === leg && agent.state === "AgentOnCall") agentEvent(step, agent, "AgentOnCall");
 }
 
 // --- hanging up ----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 import { sanitizeNumber } from "../../phone_numbers.ts";
 import type { ForwardKind, UserRecord } from "../../store/users.ts";
 import { type CallVariables, usrVariables } from "../port.ts";
-import type { Phone, Target } from "../directory.ts";
+import { type Phone, type Target, userName } from "../directory.ts";
 import {
   endCall,
   endLeg,
@@ -20,6 +20,7 @@ import {
   ringLeg,
 } from "./legs.ts";
 import { enqueue } from "./queues.ts";
+import { toVoicemail } from "./voicemail.ts";
 import {
   type Call,
   type CallSource,
@@ -33,7 +34,7 @@ import {
 /** Starts a call (no leg yet); its linkedId is the id its first leg will take. */
 export function newCall(
   step: Step,
-  fields: Pick<Call, "kind" | "context" | "dialled" | "shownNumber" | "src"> & {
+  fields: Pick<Call, "kind" | "context" | "dialled" | "shownNumber" | "shownName" | "src"> & {
     variables: CallVariables;
   },
 ): Call {
@@ -58,6 +59,8 @@ export function newCall(
     timers: new Set(),
     ringSrc: null,
     transfer: null,
+    spy: null,
+    voicemailId: null,
   };
   step.sim.calls.set(call.linkedId, call);
   return call;
@@ -90,6 +93,7 @@ export async function dialFromPhone(
     context: phone.context,
     dialled,
     shownNumber: phone.extension,
+    shownName: userName(caller),
     src,
     variables,
   });
@@ -171,6 +175,7 @@ export async function dialFrom(
   call.kind = "user";
   call.origin = from;
   call.shownNumber = numberOf(from);
+  call.shownName = ""; // the phone's user by its number, else nobody known
   call.ringSrc = { username: from.username, number: call.shownNumber };
   call.redirections = 0;
   call.transfer = transfer;
@@ -237,8 +242,11 @@ async function reachPhone(step: Step, call: Call, phone: Phone, number: string):
       // read again: a forward set while the phone rang applies
       const current = phone.userId === null ? null : next.dir.users.get(phone.userId) ?? null;
       const forward = forwardOf(current, "noanswer");
-      if (!forward) return await dialMissed(next, call); // missed
-      await redirect(next, call, forward, phone.context);
+      if (forward) return await redirect(next, call, forward, phone.context);
+      // the voicemail answers (a consultation's dial never reaches it: its transfer is undone)
+      const voicemail = call.transfer ? null : next.dir.voicemailOfUser(phone.userId);
+      if (voicemail) return toVoicemail(next, call, voicemail);
+      await dialMissed(next, call); // missed
     },
   });
 }

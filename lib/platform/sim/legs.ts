@@ -6,7 +6,7 @@
  */
 import { historyOf } from "../call_records.ts";
 import type { PhoneEventType, QueueCallEvent } from "../port.ts";
-import type { Phone } from "../directory.ts";
+import type { Directory, Phone } from "../directory.ts";
 import type { Bridge, Call, Leg, LegRole, QueueWait, RingHandlers, Step } from "./state.ts";
 
 /** Adds a leg to `call`; the first leg takes the call's linkedId as its uniqueId. */
@@ -72,6 +72,10 @@ export function phoneLeg(
   });
 }
 
+/** The context `leg`'s phone dials in (its call's for a leg on no phone). */
+export const legContext = (dir: Directory, leg: Leg): string =>
+  (leg.lineId === null ? null : dir.phoneOfLine(leg.lineId))?.context ?? leg.call.context;
+
 /** Sends a phone event of `leg` to its user (none when the leg has no user). */
 export function phoneEvent(
   step: Step,
@@ -81,6 +85,8 @@ export function phoneEvent(
 ): void {
   if (leg.userId === null) return;
   leg.announced = true;
+  const call = leg.call;
+  const context = legContext(step.dir, leg);
   step.emit({
     kind: "phone",
     userId: leg.userId,
@@ -88,9 +94,15 @@ export function phoneEvent(
     eventType,
     DN: leg.dn ?? leg.name,
     otherDN,
-    linkedId: leg.call.linkedId,
+    otherDName: step.dir.nameOf(otherDN, context, {
+      number: call.shownNumber,
+      name: call.shownName,
+    }),
+    linkedId: call.linkedId,
     uniqueId: leg.uniqueId,
-    userData: { PLATFORM_USERID: String(leg.userId), ...leg.call.userData },
+    userData: { PLATFORM_USERID: String(leg.userId), ...call.userData },
+    recordState: leg.record,
+    ...(leg.queueId !== null && { queueId: leg.queueId }),
   });
 }
 
@@ -295,6 +307,13 @@ export function endCall(step: Step, call: Call): Promise<void> {
   if (call.ended) return Promise.resolve();
   leftQueue(step, call, "abandoned");
   call.ended = true;
+  if (call.voicemailId !== null) {
+    // the message is left as the caller hangs up, before its release (as Asterisk's VoiceMail)
+    const counts = step.sim.mailboxes.get(call.voicemailId) ?? { newMessages: 0, oldMessages: 0 };
+    counts.newMessages++;
+    step.sim.mailboxes.set(call.voicemailId, counts);
+    step.emit({ kind: "voicemail", voicemailId: call.voicemailId, ...counts });
+  }
   for (const leg of call.legs) {
     if (leg.ended) continue;
     if (leg.announced) phoneEvent(step, leg, "EventReleased");
@@ -303,6 +322,13 @@ export function endCall(step: Step, call: Call): Promise<void> {
   cancelTimers(call);
   call.wait = null;
   step.sim.calls.delete(call.linkedId);
+  const spy = call.spy;
+  if (spy?.started) {
+    spy.started = false;
+    const { target: _, started: __, ...fields } = spy;
+    step.emit({ kind: "listen", started: false, ...fields, linkedId: call.linkedId });
+  }
+
   const records = call.noHistory ? [] : historyOf(call, step.now);
   if (records.length) step.emit({ kind: "call_ended", linkedId: call.linkedId, records });
   return Promise.resolve();

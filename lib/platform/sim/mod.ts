@@ -20,6 +20,7 @@ import {
   type PlatformEvent,
   type PlatformListener,
   PlatformRefusal,
+  type VoicemailCounts,
   type WaitingCall,
 } from "../port.ts";
 import type {
@@ -60,7 +61,9 @@ import {
 } from "./control.ts";
 import { type Directory, type DirectoryLoader, directoryLoader } from "../directory.ts";
 import { EventDelivery } from "../delivery.ts";
+import { listen, settleSpies } from "./listen.ts";
 import { dispatch, enqueue, waitingCalls } from "./queues.ts";
+import { mailboxCounts } from "./voicemail.ts";
 import { type PhonePolicy, SimState, type Step, type TimerOwner } from "./state.ts";
 
 export type { PolicyChange, SimAction, SimCall, SimPhone } from "./control.ts";
@@ -207,6 +210,7 @@ export class SimPlatform implements Platform {
         context: current.context,
         dialled: destination,
         shownNumber: callerId.number ?? current.number ?? current.name,
+        shownName: callerId.name ?? current.display_name ?? current.name,
         src: {
           userId: null,
           username: "",
@@ -232,6 +236,7 @@ export class SimPlatform implements Platform {
         context: current.context,
         dialled: destination,
         shownNumber: callerIdNumber,
+        shownName: "",
         src: { userId: null, username: "", number: callerIdNumber },
         variables,
       });
@@ -338,6 +343,14 @@ export class SimPlatform implements Platform {
     return Promise.resolve(waitingCalls(this.#sim));
   }
 
+  listen(supervisor: UserRecord, agentId: number): Promise<CallStarted> {
+    return this.#step((step) => listen(step, supervisor, agentId));
+  }
+
+  async voicemailCounts(voicemailId: number): Promise<VoicemailCounts> {
+    return mailboxCounts(this.#sim, await this.#directory.load({ recent: true }), voicemailId);
+  }
+
   async phoneStatuses(numbers: string[]): Promise<Map<string, PhoneStatus>> {
     const dir = await this.#directory.load({ recent: true });
     return new Map(numbers.map((number) => [number, phoneStatus(this.#sim, dir, number)]));
@@ -427,6 +440,7 @@ export class SimPlatform implements Platform {
         settleAgents(step);
         await dispatch(step, reachNumber);
         settleAgents(step);
+        await settleSpies(step);
       }
     });
     this.#tail = run.catch(() => {});

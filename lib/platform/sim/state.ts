@@ -4,7 +4,7 @@
  */
 import type { AgentView } from "../agent_rules.ts";
 import type { RecordState } from "../call_control.ts";
-import type { PlatformEvent } from "../port.ts";
+import type { ListenEvent, PlatformEvent, VoicemailCounts } from "../port.ts";
 import type { Rung } from "../call_records.ts";
 import type { Directory, Phone } from "../directory.ts";
 
@@ -42,9 +42,10 @@ export type LegState = "ringing" | "up" | "on_hold" | "waiting";
 
 /**
  * What a leg is to its call: the caller's own phone rung first (`originate`), a destination
- * (`callee`), an agent's phone rung by a queue (`agent`), or the queue a call waits in (`queue`).
+ * (`callee`), an agent's phone rung by a queue (`agent`), the queue a call waits in (`queue`), or
+ * a supervisor's phone listening to an agent's call (`spy`: no phone event, no history).
  */
-export type LegRole = "originate" | "callee" | "agent" | "queue";
+export type LegRole = "originate" | "callee" | "agent" | "queue" | "spy";
 
 /** What happens when a ringing leg is answered, rejected, busy, or not answered in time. */
 export interface RingHandlers {
@@ -166,13 +167,21 @@ export interface CallSource {
   number: string;
 }
 
+/** What a supervisor's listening call listens to (`ListenEvent`'s fields), and whether it does. */
+export interface Spy extends Omit<ListenEvent, "kind" | "started" | "linkedId" | "id"> {
+  /** The agent's leg it listens to: the listening ends with it. */
+  target: Leg;
+  started: boolean;
+}
+
 /**
  * A call: every leg sharing one linkedId. `user` calls start from a user's phone (dial number or
- * user), `from_queue` calls from a queue's agent, `to_queue` calls end in a queue.
+ * user), `from_queue` calls from a queue's agent, `to_queue` calls end in a queue; a `listen` call
+ * is a supervisor's phone listening to an agent's call (its `spy`).
  */
 export interface Call extends TimerOwner {
   linkedId: string;
-  kind: "user" | "from_queue" | "to_queue";
+  kind: "user" | "from_queue" | "to_queue" | "listen";
   startMs: number;
   /** The `USR_` variables every phone event of the call carries. */
   userData: Record<string, string>;
@@ -185,8 +194,9 @@ export interface Call extends TimerOwner {
   dialled: string;
   /** The user reached by the number dialled (before any forward), "" for none. */
   dialledUsername: string;
-  /** The number an internal callee sees as the caller's. */
+  /** The number an internal callee sees as the caller's, and the name shown with it. */
   shownNumber: string;
+  shownName: string;
   /** The queue a `to_queue` call waits in once its destination answered. */
   toQueueId: number | null;
   src: CallSource;
@@ -208,6 +218,10 @@ export interface Call extends TimerOwner {
   ringSrc: { username: string; number: string } | null;
   /** The attended transfer whose initiator this call's dial is for (its outcomes are the transfer's). */
   transfer: Transfer | null;
+  /** A `listen` call's supervisor and agent. */
+  spy: Spy | null;
+  /** The voicemail box that took the call (not answered): a message is left when it ends. */
+  voicemailId: number | null;
 }
 
 /** An agent's presence, in memory (decisions §8). */
@@ -241,6 +255,8 @@ export class SimState {
   endedAgentLegs: Leg[] = [];
   /** Ad-hoc conferences by id. */
   readonly conferences = new Map<string, Conference>();
+  /** The voicemail boxes' messages, by voicemail id (none: empty). */
+  readonly mailboxes = new Map<number, VoicemailCounts>();
   /**
    * A party hangs up (its phone, a timer, svc): set by mod.ts to the rules of call_control.ts,
    * which reach the legs of transfers and conferences from above.

@@ -246,5 +246,5 @@ export async function scenarioWorld(ctx: TestContext): Promise<World> {
   const bob = await user("bob", "1002");
   const carol = await user("carol", "1003");
   const { agent, queue } = await agentAndQueue(t, "8001", { name: "support", number: "3001" });
-  return { services: ctx.services, alice, bob, carol, agent, queue };
+  return { services: ctx.services, alice, bob, carol, agent, queue, api: t.api };
 }

@@ -23,9 +23,11 @@ import { scenarioWorld } from "./fixtures.ts";
 import {
   type AgentLine,
   type HistoryLine,
+  type ListenLine,
   type PhoneLine,
   type QueueLine,
   type Scenario,
+  type VoicemailLine,
   type World,
 } from "./scenarios.ts";
 
@@ -81,6 +83,7 @@ const isStarted = (value: unknown): value is CallStarted =>
 export async function onSimulator(scenario: Scenario): Promise<Outcome & { w: World }> {
   const ctx = await setup();
   const w = await scenarioWorld(ctx);
+  await scenario.prepare?.(w);
   const sim = ctx.services.sim!;
   for (const extension of ["1001", "1002", "1003"]) {
     await sim.setPolicy(extension, { policy: "manual" });
@@ -128,6 +131,7 @@ export async function onAsterisk(
   });
   const t = await asteriskContext(replay.port);
   try {
+    await scenario.prepare?.(t.w);
     const events = capture(t.ctx);
     const watch = presenceVersionWatch(t.platform, t.w.agent.id);
     t.platform.onEvents(() => watch.check("an event"));
@@ -151,15 +155,18 @@ export async function onAsterisk(
   }
 }
 
+/** The people's names (`otherDName`) by their extensions. */
+const PEOPLE: Record<string, string> = { "1001": "alice", "1002": "bob", "1003": "carol" };
+
 /** The events as the table writes them: calls and legs numbered by order of appearance. */
-function lines(events: PlatformEvent[]): (PhoneLine | AgentLine)[] {
+function lines(events: PlatformEvent[]): (PhoneLine | AgentLine | ListenLine | VoicemailLine)[] {
   const calls = new Map<string, number>();
   const legs = new Map<string, number>();
   const number = (map: Map<string, number>, id: string) => {
     if (!map.has(id)) map.set(id, map.size + 1);
     return map.get(id)!;
   };
-  return events.flatMap((event): (PhoneLine | AgentLine)[] => {
+  return events.flatMap((event): (PhoneLine | AgentLine | ListenLine | VoicemailLine)[] => {
     if (event.kind === "phone") {
       return [[
         event.username,
@@ -172,6 +179,13 @@ function lines(events: PlatformEvent[]): (PhoneLine | AgentLine)[] {
     }
     if (event.kind === "agent") {
       return [["agent", event.name, event.agentNumber, event.phoneNb, event.username]];
+    }
+    if (event.kind === "listen") {
+      const state = event.started ? "started" : "stopped";
+      return [["listen", state, event.agentNumber, event.phoneNb, event.supervisorUsername]];
+    }
+    if (event.kind === "voicemail") {
+      return [["voicemail", event.newMessages, event.oldMessages]];
     }
     return [];
   });
@@ -249,10 +263,28 @@ export function check(scenario: Scenario, { events, started, w }: Outcome & { w:
     Object.entries(scenario.variables ?? {}).map(([key, value]) => [`USR_${key}`, value]),
   );
   const linkedIds = new Set<string>();
-  for (const event of events) {
-    if (event.kind !== "phone") continue;
+  const names: Record<string, string> = { ...PEOPLE, ...scenario.names };
+  const phone = events.filter((event) => event.kind === "phone");
+  const attached = Object.fromEntries(
+    Object.entries(scenario.attached?.variables ?? {}).map(([key, value]) => [`USR_${key}`, value]),
+  );
+  for (const [i, event] of phone.entries()) {
     linkedIds.add(event.linkedId);
-    assert.deepEqual(event.userData, { PLATFORM_USERID: String(event.userId), ...usr });
+    const more = scenario.attached && i >= scenario.attached.from ? attached : {};
+    assert.deepEqual(
+      event.userData,
+      { PLATFORM_USERID: String(event.userId), ...usr, ...more },
+      `userData of phone event ${i}`,
+    );
+    const name = names[event.otherDN] ?? "";
+    assert.equal(event.otherDName, name, `otherDName of ${event.username}'s ${event.eventType}`);
+  }
+  if (scenario.recordStates) {
+    same("record states", phone.map((event) => event.recordState), scenario.recordStates);
+  }
+  if (scenario.monitorStates) {
+    const agents = events.filter((event) => event.kind === "agent");
+    same("monitor states", agents.map((event) => event.monitorState), scenario.monitorStates);
   }
   for (const { linkedId } of started) {
     // a dial whose events all went to nobody (none here) would not show: every one does

@@ -12,10 +12,11 @@
 import assert from "node:assert/strict";
 import type { LiveCall } from "../../../lib/platform/call_control.ts";
 import type { Services } from "../../../lib/services.ts";
-import type { PhoneEventType } from "../../../lib/platform/port.ts";
+import { type PhoneEventType, PlatformRefusal } from "../../../lib/platform/port.ts";
 import type { AgentRecord } from "../../../lib/store/agents.ts";
 import type { QueueRecord } from "../../../lib/store/queues.ts";
 import type { UserRecord } from "../../../lib/store/users.ts";
+import type { Confd } from "../../helpers.ts";
 import { setDnd, setForward } from "../../../lib/user_services.ts";
 
 /** What a scenario works with, on either adapter. */
@@ -26,6 +27,8 @@ export interface World {
   carol: UserRecord;
   agent: AgentRecord;
   queue: QueueRecord;
+  /** The configuration daemon's `/1.1`, holding its every ACL. */
+  api: Confd;
 }
 
 /** The simulated phones, for the simulator's half of a step. */
@@ -47,6 +50,10 @@ export interface Step {
 export type PhoneLine = [string, PhoneEventType, string, string, number, number];
 /** An agent event: its name, the agent's number, phoneNb, username. */
 export type AgentLine = ["agent", string, string, string, string];
+/** A listening event: started or stopped, the agent's number, its phoneNb, the supervisor. */
+export type ListenLine = ["listen", "started" | "stopped", string, string, string];
+/** A voicemail event (bob's box, the only one of the table): its new and old messages. */
+export type VoicemailLine = ["voicemail", number, number];
 /**
  * A queue event (supervision): what happened, the queue, who waits, and its position (`joined`)
  * or the agent's number (`answered`, `completed`).
@@ -75,14 +82,34 @@ export interface Scenario {
   policies?: Record<string, "auto" | "manual" | "busy" | "unavailable">;
   /** Dial variables, reported as `USR_`. */
   variables?: Record<string, string>;
+  /**
+   * The `otherDName` of a phone event by its `otherDN`, beyond the people's extensions (each
+   * shows its user's name) and the numbers no name goes with ("").
+   */
+  names?: Record<string, string>;
+  /** The `recordState` of each phone event, in order, when the scenario checks them. */
+  recordStates?: string[];
+  /** The `monitorState` of each agent event, in order, when the scenario checks them. */
+  monitorStates?: string[];
+  /**
+   * Variables attached to the call (`setData`) that the phone events carry from the `from`th on
+   * (counted among phone events from 0), beyond the dial's.
+   */
+  attached?: { from: number; variables: Record<string, string> };
+  /** Configuration the scenario needs beyond the people's, made before the platform starts. */
+  prepare?(w: World): Promise<void>;
   steps: Step[];
-  events: (PhoneLine | AgentLine)[];
+  events: (PhoneLine | AgentLine | ListenLine | VoicemailLine)[];
   /** The queue events, in order (none when left out). */
   queue?: QueueLine[];
   history: HistoryLine[];
 }
 
 const crm = { crm: "42", ticket: "T-1001" };
+
+/** Variables as phone events carry them (`USR_<key>`). */
+const usr = (variables: Record<string, string>) =>
+  Object.fromEntries(Object.entries(variables).map(([key, value]) => [`USR_${key}`, value]));
 
 /** A dial from alice to `number`. */
 const aliceDials = (number: string, variables = crm): Step["command"] => (w) =>
@@ -224,6 +251,49 @@ const TRANSFERRED_HISTORY: HistoryLine[] = [
   ...ALICE_BOB_HISTORY,
   ["carol", "answered", "bob", "carol", "1002", "1003", true],
 ];
+
+/** `run` is refused by the platform for `reason`. */
+const refused = (run: (w: World) => Promise<unknown>, reason: string) => async (w: World) => {
+  await assert.rejects(
+    () => run(w),
+    (error) => error instanceof PlatformRefusal && error.reason === reason,
+    `refused: ${reason}`,
+  );
+};
+
+/** carol, a supervisor, listens to agent 8001's call (answers nothing: no call of the table's). */
+const carolListens = async (w: World) => {
+  await w.services.platform.listen(w.carol, w.agent.id);
+};
+
+/** bob's voicemail box holds `newMessages` and `oldMessages`. */
+const bobsBox = (newMessages: number, oldMessages: number) => async (w: World) => {
+  const bob = await (await w.api.get(`/users/${w.bob.id}`)).json();
+  assert.deepEqual(
+    await w.services.platform.voicemailCounts(bob.voicemail_id ?? bob.voicemail?.id),
+    { newMessages, oldMessages },
+  );
+};
+
+/** alice, talking with bob, sends him to carol (blind), who answers and hangs up. */
+const BLIND_TRANSFER: { step: Step; events: PhoneLine[] } = {
+  step: {
+    command: aliceTransfersBob("blind"),
+    phones: async (sim) => {
+      await sim.act("1003", "answer");
+      await sim.act("1003", "hangup");
+    },
+  },
+  events: [
+    ...ALICE_BOB_TALK,
+    ["alice", "EventReleased", "1001", "1002", 1, 1],
+    ["carol", "EventRinging", "1003", "1002", 1, 3],
+    ["bob", "EventEstablished", "1002", "1003", 1, 2],
+    ["carol", "EventEstablished", "1003", "1002", 1, 3],
+    ["bob", "EventReleased", "1002", "1003", 1, 2],
+    ["carol", "EventReleased", "1003", "1002", 1, 3],
+  ],
+};
 
 /** The parties of calls in progress, asserted of `user`'s. */
 const expectCall =
@@ -569,6 +639,8 @@ export const SCENARIOS: Scenario[] = [
     name: "dial from queue: the agent answers, then the destination is called",
     transcript: "14-dial-from-queue",
     variables: crm,
+    // carol sees the queue calling, by its name
+    names: { "3001": "support" },
     steps: [
       logIn("1002"),
       {
@@ -710,23 +782,9 @@ export const SCENARIOS: Scenario[] = [
     variables: crm,
     steps: [
       ALICE_CALLS_BOB,
-      {
-        command: aliceTransfersBob("blind"),
-        phones: async (sim) => {
-          await sim.act("1003", "answer");
-          await sim.act("1003", "hangup");
-        },
-      },
+      BLIND_TRANSFER.step,
     ],
-    events: [
-      ...ALICE_BOB_TALK,
-      ["alice", "EventReleased", "1001", "1002", 1, 1],
-      ["carol", "EventRinging", "1003", "1002", 1, 3],
-      ["bob", "EventEstablished", "1002", "1003", 1, 2],
-      ["carol", "EventEstablished", "1003", "1002", 1, 3],
-      ["bob", "EventReleased", "1002", "1003", 1, 2],
-      ["carol", "EventReleased", "1003", "1002", 1, 3],
-    ],
+    events: BLIND_TRANSFER.events,
     history: TRANSFERRED_HISTORY,
   },
   {
@@ -917,7 +975,7 @@ export const SCENARIOS: Scenario[] = [
     ],
   },
   {
-    name: "recording, mute and DTMF on a call: its state, nothing else changes",
+    name: "recording, mute and DTMF on a call: its state in alice's events, nothing else changes",
     transcript: "28-record-mute-dtmf",
     recordedBySvc: true,
     variables: crm,
@@ -938,7 +996,21 @@ export const SCENARIOS: Scenario[] = [
     ],
     events: [
       ...ALICE_BOB_TALK,
+      // each change of the recording: alice's EventEstablished again, with its recordState
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
       ...ALICE_BOB_RELEASED,
+    ],
+    recordStates: [
+      ...ALICE_BOB_TALK.map(() => "inactive"),
+      "active",
+      "paused",
+      "active",
+      "inactive",
+      "inactive",
+      "inactive",
     ],
     history: ALICE_BOB_HISTORY,
   },
@@ -1017,6 +1089,178 @@ export const SCENARIOS: Scenario[] = [
       ["bob", "answered", "alice", "bob", "1001", "3001", true],
       ["carol", "emitted", "carol", "", "1003", "3001", false],
       ["alice", "emitted", "alice", "", "1001", "3001", false],
+    ],
+  },
+  {
+    name: "listening: refused while agent 8001 is out or on no call; carol listens, then hangs up",
+    transcript: "36-listen",
+    recordedBySvc: true,
+    variables: crm,
+    steps: [
+      { command: refused(carolListens, "not_logged") },
+      logIn("1002"),
+      { command: refused(carolListens, "not_on_call") },
+      ALICE_CALLS_BOB,
+      {
+        // a supervisor without a phone
+        command: refused(async (w) => {
+          const dave = await w.api.create("/users", { firstname: "dave", username: "dave" });
+          await w.services.platform.listen(dave, w.agent.id);
+        }, "no_line"),
+      },
+      { command: carolListens, phones: (sim) => sim.act("1003", "answer") },
+      {
+        // the listening call is nobody's call: only alice and bob talk
+        command: async (w) => {
+          const calls = await w.services.platform.liveCalls();
+          assert.deepEqual(calls.map((call) => call.userId), [w.alice.id, w.bob.id]);
+        },
+        phones: (sim) => sim.act("1003", "hangup"),
+      },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
+      logOut,
+    ],
+    events: [
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ...ALICE_BOB_TALK,
+      ["listen", "started", "8001", "1002", "carol"],
+      ["listen", "stopped", "8001", "1002", "carol"],
+      ...ALICE_BOB_RELEASED,
+      ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
+    ],
+    history: ALICE_BOB_HISTORY,
+  },
+  {
+    name: "voicemail: bob does not answer, his voicemail takes alice's message",
+    transcript: "37-voicemail",
+    recordedBySvc: true,
+    variables: crm,
+    prepare: async (w) => {
+      const box = await w.api.create("/voicemails", {
+        name: "bob",
+        number: "1002",
+        context: "default",
+        password: "1234",
+      });
+      const linked = await w.api.put(`/users/${w.bob.id}/voicemails/${box.id}`);
+      assert.equal(linked.status, 204);
+      const changed = await w.api.put(`/users/${w.bob.id}`, { ring_seconds: 5 });
+      assert.equal(changed.status, 204);
+    },
+    steps: [
+      { command: bobsBox(0, 0) },
+      { command: refused((w) => w.services.platform.voicemailCounts(9999), "no_voicemail") },
+      {
+        command: aliceDials("1002"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.advance(5000); // bob's phone rings out: the voicemail answers
+          await sim.advance(3000); // alice talks to it
+          await sim.act("1001", "hangup");
+        },
+      },
+      { command: bobsBox(1, 0) },
+    ],
+    events: [
+      ["alice", "EventDialing", "1001", "1002", 1, 1],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["alice", "EventEstablished", "1001", "1002", 1, 1],
+      // the message is left as alice hangs up, before her channel is gone
+      ["voicemail", 1, 0],
+      ["alice", "EventReleased", "1001", "1002", 1, 1],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "1002", true],
+      ["bob", "missed", "alice", "bob", "1001", "1002", false],
+    ],
+  },
+  {
+    name: "data attached to alice's call (setData) goes with bob to carol, who gets the call next",
+    transcript: "38-set-data",
+    recordedBySvc: true,
+    variables: crm,
+    attached: { from: 4, variables: { folderNumber: "F-42" } },
+    steps: [
+      ALICE_CALLS_BOB,
+      { command: onCallOf(ALICE, { kind: "attach", variables: { folderNumber: "F-42" } }) },
+      { command: expectCall(BOB, { userData: { ...usr(crm), USR_folderNumber: "F-42" } }) },
+      BLIND_TRANSFER.step,
+    ],
+    events: BLIND_TRANSFER.events,
+    history: TRANSFERRED_HISTORY,
+  },
+  {
+    name: "an agent's queue call recorded, paused and resumed: its monitorState and recordState",
+    transcript: "39-monitor",
+    recordedBySvc: true,
+    variables: crm,
+    steps: [
+      logIn("1002"),
+      {
+        command: aliceDials("3001"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("1002", "answer");
+        },
+      },
+      { command: onCallOf(BOB, { kind: "record", action: "start" }) },
+      { command: onCallOf(BOB, { kind: "record", action: "pause" }) },
+      { command: expectCall(BOB, { record: "paused" }) },
+      { command: onCallOf(BOB, { kind: "record", action: "resume" }) },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
+      logOut,
+    ],
+    events: [
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["alice", "EventDialing", "1001", "3001", 1, 1],
+      ["agent", "AgentRinging", "8001", "1002", "bob"],
+      ["bob", "EventRinging", "1002", "1001", 1, 2],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["alice", "EventEstablished", "1001", "3001", 1, 1],
+      ["bob", "EventEstablished", "1002", "1001", 1, 2],
+      ["bob", "EventEstablished", "1002", "1001", 1, 2],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["bob", "EventEstablished", "1002", "1001", 1, 2],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["bob", "EventEstablished", "1002", "1001", 1, 2],
+      ["agent", "AgentOnCall", "8001", "1002", "bob"],
+      ["alice", "EventReleased", "1001", "3001", 1, 1],
+      ["bob", "EventReleased", "1002", "1001", 1, 2],
+      ["agent", "AgentOnWrapup", "8001", "1002", "bob"],
+      ["agent", "AgentReady", "8001", "1002", "bob"],
+      ["agent", "AgentLoggedOut", "8001", "1002", "bob"],
+    ],
+    recordStates: [
+      "inactive",
+      "inactive",
+      "inactive",
+      "inactive",
+      "active",
+      "paused",
+      "active",
+      "inactive",
+      "active",
+    ],
+    monitorStates: [
+      "DISABLED",
+      "DISABLED",
+      "DISABLED",
+      "ACTIVE",
+      "PAUSED",
+      "ACTIVE",
+      "DISABLED",
+      "DISABLED",
+      "DISABLED",
+    ],
+    queue: [
+      ["joined", "support", "1001", "1"],
+      ["answered", "support", "1001", "8001"],
+      ["completed", "support", "1001", "8001"],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "bob", "1001", "3001", true],
+      ["bob", "answered", "alice", "bob", "1001", "3001", true],
     ],
   },
 ];

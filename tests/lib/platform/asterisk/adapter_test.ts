@@ -8,7 +8,8 @@ import assert from "node:assert/strict";
 import type { AgentStateMessage, PhoneEventMessage } from "../../../../lib/events/messages.ts";
 import { createLogger } from "../../../../lib/log.ts";
 import { AsteriskPlatform } from "../../../../lib/platform/asterisk/mod.ts";
-import type { PlatformEvent } from "../../../../lib/platform/port.ts";
+import { type PlatformEvent, PlatformRefusal } from "../../../../lib/platform/port.ts";
+import { PlatformUnavailable } from "../../../../lib/errors.ts";
 import { getUser } from "../../../../lib/store/users.ts";
 import { apiCall, confd, login, type TestContext, webServiceUser } from "../../../helpers.ts";
 import { CLIENT_DRIVEN, startAmiReplay } from "../../../peers/ami_replay.ts";
@@ -104,6 +105,20 @@ Deno.test("Asterisk down at start: svc serves, control routes 503 at once, all b
       },
     );
 
+    await t.step("listening, a voicemail's counts: unreachable; no such voicemail", async () => {
+      await assert.rejects(() => platform.listen(w.carol, w.agent.id), PlatformUnavailable);
+      const box = await w.api.create("/voicemails", {
+        name: "bob",
+        number: "1002",
+        context: "default",
+      });
+      await assert.rejects(() => platform.voicemailCounts(box.id), PlatformUnavailable);
+      await assert.rejects(
+        () => platform.voicemailCounts(box.id + 100),
+        (error) => error instanceof PlatformRefusal && error.reason === "no_voicemail",
+      );
+    });
+
     await t.step("what needs only the store still works; /1.1 stores DND for later", async () => {
       const history = await v2("GET", "/history/alice?size=5");
       assert.equal(history.status, 200);
@@ -123,16 +138,16 @@ Deno.test("Asterisk down at start: svc serves, control routes 503 at once, all b
       await until(() => platform.reachable(), 5000, "reconnected");
       assert.ok(performance.now() - back < 5000);
       await until(
-        () => actionsNamed(replay.actions, "Reload").length >= 3,
+        () => actionsNamed(replay.actions, "Reload").length >= 4,
         5000,
-        "the three modules reloaded",
+        "the four modules reloaded",
       );
       await platform.settled();
       const puts = actionsNamed(replay.actions, "DBPut").map((a) => [a.get("Key"), a.get("Val")]);
       assert.deepEqual(puts, [[`dnd/${w.bob.id}`, "1"]]);
       assert.deepEqual(
         actionsNamed(replay.actions, "Reload").map((a) => a.get("Module")).sort(),
-        ["app_queue.so", "pbx_config.so", "res_pjsip.so"],
+        ["app_queue.so", "app_voicemail.so", "pbx_config.so", "res_pjsip.so"],
       );
       const ready = await ctx.app.request("/ready");
       assert.equal(ready.status, 200);

@@ -42,7 +42,12 @@ async function tracker() {
   });
   const repairs: [string, Record<string, string>][] = [];
   const repair = (action: string, fields: Record<string, string>) => repairs.push([action, fields]);
-  return { calls: new CallTracker({ ...base, agents, repair }), events, w, repairs };
+  return {
+    calls: new CallTracker({ ...base, agents, repair, ignored: () => false }),
+    events,
+    w,
+    repairs,
+  };
 }
 
 Deno.test("a call from alice's phone itself: she dials, bob rings, both talk, bob hangs up", async () => {
@@ -130,6 +135,7 @@ Deno.test("dial number through an outside route that dials a second channel: ans
     context: "default",
     dialled: "0033612345678",
     shownNumber: "1001",
+    shownName: "alice",
     src: { userId: w.alice.id, username: "alice", number: "1001" },
     userData: {},
     originate: { channel: "PJSIP/alice", exten: "0033612345678", context: "default" },

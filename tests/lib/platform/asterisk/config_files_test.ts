@@ -27,6 +27,7 @@ const FILES = [
   ["pjsip", "pjsip_svc.conf"],
   ["extensions", "extensions_svc.conf"],
   ["queues", "queues_svc.conf"],
+  ["voicemail", "voicemail_svc.conf"],
 ] as const;
 
 async function created(api: Confd, path: string, body: unknown): Promise<{ id: number }> {
@@ -149,6 +150,37 @@ async function scenario() {
   await put(api, `/queues/${support.id}/members/agents/${agent.id}`, { penalty: 0 });
   await created(api, "/queues", { name: "sales", number: "3100", context: "office" });
   await created(api, "/queues", { name: "backoffice" });
+  // voicemails: alice's and erin's go into the dialplan; one with a comma in its name, a disabled
+  // one and one of a reserved context are left out
+  const users = (await api.list("/users", "username")).values;
+  const userId = async (username: string) => {
+    const body = await (await api.get("/users")).json();
+    return body.items[users.indexOf(username)].id as number;
+  };
+  const aliceBox = await created(api, "/voicemails", {
+    name: "Alice Martin",
+    number: "1001",
+    context: "default",
+    password: "4242",
+    email: "alice@example.com",
+    attach_audio: true,
+    max_messages: 50,
+    language: "fr_FR",
+  });
+  await put(api, `/users/${await userId("alice")}/voicemails/${aliceBox.id}`);
+  const erinBox = await created(api, "/voicemails", {
+    name: "Erin",
+    number: "2001",
+    context: "office",
+  });
+  await put(api, `/users/${await userId("erin")}/voicemails/${erinBox.id}`);
+  await created(api, "/voicemails", { name: "Smith, John", number: "1050", context: "default" });
+  await created(api, "/voicemails", {
+    name: "Off",
+    number: "1051",
+    context: "default",
+    enabled: false,
+  });
   return ctx;
 }
 
@@ -250,6 +282,7 @@ async function snapshot(
     extensions: phones.map((spec, i) => extension(i + 1, spec.extension)),
     queues: queues.map((queue, i) => buildQueue(i + 1, queue)),
     agents: [],
+    voicemails: [],
   };
 }
 
@@ -541,7 +574,7 @@ Deno.test("svc-user: call limit, caller id of a dial from queue", async (t) => {
 });
 
 /** Every line a comment, blank, a section, `key = value`, or a dialplan line of a section. */
-function assertValidConf(text: string, kind: "pjsip" | "extensions" | "queues") {
+function assertValidConf(text: string, kind: "pjsip" | "extensions" | "queues" | "voicemail") {
   assert.ok(text.endsWith("\n") && !text.includes("\r"));
   let section: string | null = null;
   let exten = false;
@@ -554,7 +587,9 @@ function assertValidConf(text: string, kind: "pjsip" | "extensions" | "queues") 
       continue;
     }
     assert.ok(section, `outside any section: ${row}`);
-    if (kind !== "extensions") {
+    if (kind === "voicemail") {
+      assert.match(row, /^[0-9*#+]+ => [^,]*,[^,]*,[^,]*,[^,]*,[a-z]+=/, row);
+    } else if (kind !== "extensions") {
       assert.match(row, /^[a-z0-9_-]+ = \S/, row);
     } else if (row.startsWith("exten => ")) {
       assert.match(row, /^exten => [^,]+,(hint|1|n),\S/, row);
@@ -576,11 +611,12 @@ Deno.test("an empty configuration gives valid files: headers, svc's own contexts
     extensions: [],
     queues: [],
     agents: [],
+    voicemails: [],
   };
   const config = asteriskConfig(empty);
   for (const [key] of FILES) assertValidConf(config[key], key);
   // only the header: no section at all
-  for (const key of ["pjsip", "queues"] as const) {
+  for (const key of ["pjsip", "queues", "voicemail"] as const) {
     assert.ok(config[key].split("\n").every((row) => row === "" || row.startsWith(";")));
   }
   const sections = config.extensions.split("\n").filter((row) => row.startsWith("["));
@@ -590,6 +626,7 @@ Deno.test("an empty configuration gives valid files: headers, svc's own contexts
     "[svc-wait]",
     "[svc-consult]",
     "[svc-conference]",
+    "[svc-listen]",
     "[svc-agent]",
     "[svc-queue-out]",
     "[svc-queue-in]",
