@@ -35,7 +35,6 @@ interface Row {
   pending?: string;
 }
 
-const PBX = "pbx44 (PBX-facing)";
 const MEETING_ROOMS = "the meeting-rooms issue";
 
 /**
@@ -57,7 +56,7 @@ const TABLE: Row[] = [
   { fn: "dial", args: ["1002", { crm: "T-1" }], expect: ["PhoneEvent"], until: "EventEstablished" },
   { fn: "sendDtmf", args: ["1"], expect: "none" },
   { fn: "getCurrentCallsPhoneEvents", args: [], expect: ["CurrentCallsPhoneEvents"] },
-  { fn: "setData", args: [{ ticket: "T-1" }], expect: "none", pending: PBX },
+  { fn: "setData", args: [{ ticket: "T-1" }], expect: "none" },
   { fn: "completeTransfer", args: [], expect: "Error NoTransfer" },
   { fn: "cancelTransfer", args: [], expect: "Error NoTransfer" },
   { fn: "conferenceMute", args: ["none", 1], expect: "Error NoConference" },
@@ -78,15 +77,17 @@ const TABLE: Row[] = [
   { fn: "conference", args: [], expect: "Error NoCall" },
   { fn: "dialFromMobile", args: ["1002", {}], expect: "Error NoMobileNumber" },
   { fn: "dialFromQueue", args: ["1002", 1, "Sales", "3000", {}], expect: "Error Forbidden" },
-  { fn: "originate", args: ["1002"], expect: ["PhoneEvent"], pending: PBX },
+  { fn: "originate", args: ["1002"], expect: ["PhoneEvent"] },
   // agents: alice has none of her own; agent 1 is not logged in
   { fn: "loginAgent", args: ["1001"], expect: "AgentError AgentNotFound" },
   { fn: "logoutAgent", args: [1], expect: "AgentError NotLogged" },
   { fn: "pauseAgent", args: [1, "coaching"], expect: "AgentError NotLogged" },
   { fn: "unpauseAgent", args: [1], expect: "AgentError NotLogged" },
-  { fn: "listenAgent", args: [1], expect: ["AgentListen"], pending: PBX },
-  { fn: "monitorPause", args: [1], expect: "none", pending: PBX },
-  { fn: "monitorUnpause", args: [1], expect: "none", pending: PBX },
+  // the demo's agent is not logged in: the documented refusal (tests/routes/cti_pbx_test.ts and the
+  // live test play them on a call)
+  { fn: "listenAgent", args: [1], expect: "Error NotLogged" },
+  { fn: "monitorPause", args: [1], expect: "Error NotLogged" },
+  { fn: "monitorUnpause", args: [1], expect: "Error NotLogged" },
   { fn: "subscribeToAgentEvents", args: [], expect: "none" },
   { fn: "getAgentStates", args: [], expect: ["AgentStateEvent"] },
   // supervision

@@ -165,20 +165,3 @@ export async function refused(
 
 export const phoneEvent = (eventType: string) => (message: Message) =>
   message.msgType === "PhoneEvent" && message.ctiMessage.eventType === eventType;
-
-/** Sends `command`; its answer is one `Error` naming it with `error`; answers its message. */
-export async function refused(
-  client: Client,
-  command: string,
-  fields: Record<string, unknown>,
-  error: string,
-): Promise<string> {
-  client.web(command, fields);
-  const answer = (await client.type("Error")).ctiMessage;
-  assert.deepEqual(
-    [answer.error, answer.command],
-    [error, command],
-    `${command} ${JSON.stringify(fields)}: ${answer.message}`,
-  );
-  return String(answer.message);
-}
