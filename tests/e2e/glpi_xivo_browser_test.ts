@@ -237,7 +237,7 @@ Deno.test({
               "the call answered",
             );
 
-            // what else the page offers, reported: the transfer button, the user status list
+            // the transfer button, the user status list, the caller's name
             const transferShown = await state("$('#xuc_transfer').is(':visible')");
             await evaluate(
               "$('#transfer_phone_num').val('0612345678'); $('#xuc_transfer').click()",
@@ -261,6 +261,8 @@ Deno.test({
               callerNameOnRinging: ringingName ?? null,
             }));
             assert.equal(transferred, true, "directTransfer through the plugin's button");
+            assert.equal(statuses, 6, "XiVO's six presences in the user status list");
+            assert.equal(ringingName, "Bob Durand", "the caller's name (otherDName)");
             const exceptions = devtools.pageLog.filter((line) => line.startsWith("exception"));
             assert.deepEqual(exceptions, [], devtools.pageLog.join("\n"));
           });
