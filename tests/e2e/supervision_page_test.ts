@@ -49,7 +49,7 @@ import type { AgentFigures, QueueFigures } from "../../lib/supervision/mod.ts";
 import type { QueueIntervals } from "../../lib/supervision/schemas.ts";
 import { createApp } from "../../routes/mod.ts";
 import { STATE_LABELS } from "../../web/supervision/model.js";
-import { bearer, confd, login, type TestContext, webServiceUser } from "../helpers.ts";
+import { bearer, confd, login, rightsAdmin, type TestContext, webServiceUser } from "../helpers.ts";
 import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
 import {
   figureLines,
@@ -667,13 +667,13 @@ Deno.test({
       // a morning of calls first: the day's curves show it; the table counts from its end
       await playMorning(ctx, w, SCENARIO_AT);
       const api = await confd(ctx);
-      await api.create("/users", {
+      const sam = await api.create("/users", {
         firstname: "Sam",
         lastname: "Lead",
         username: "sam",
         password: "sam-pw",
-        supervision_enabled: true,
       });
+      await (await rightsAdmin(ctx))(sam.id as number, { profile: "admin" });
       const reader = await supervisionReader(ctx, w);
       const morning = await reader.figures();
       const reading = await webServiceUser(ctx, ["svc.rest.supervision.#"]);
