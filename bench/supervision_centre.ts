@@ -88,7 +88,7 @@ export interface CallCentre {
   adminToken: string;
   pid: number;
   inspector: number;
-  /** A CTI user with `supervision_enabled`: its token. */
+  /** A CTI user with an admin rights profile: its token. */
   supervisorToken: string;
   /** Agent ids by `n`, queue ids by `q`. */
   agentIds: number[];
@@ -147,15 +147,17 @@ export async function buildCallCentre(
       await login(svc, `caller${c}`, `caller${c}-password`);
     });
   });
-  const supervisorToken = await step("a supervisor (CTI user, supervision_enabled)", async () => {
+  const supervisorToken = await step("a supervisor (CTI user, admin rights profile)", async () => {
     const password = "supervisor-password";
-    await call("POST", "/1.1/users", {
-      firstname: "Super",
-      lastname: "Visor",
-      username: "supervisor",
-      password,
-      supervision_enabled: true,
-    });
+    const { id } = JSON.parse(
+      await call("POST", "/1.1/users", {
+        firstname: "Super",
+        lastname: "Visor",
+        username: "supervisor",
+        password,
+      }),
+    );
+    await call("PUT", `/svc/api/2.0/rights/profiles/${id}`, { profile: "admin" });
     return await login(svc, "supervisor", password);
   });
   const queueIds: number[] = [];

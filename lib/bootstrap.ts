@@ -3,6 +3,7 @@
  * the store's defaults (contexts, the administrator, the demo data), then the work that runs in
  * the background (event delivery, the platform, supervision's publisher, the crons).
  */
+import { migrateSupervisors } from "./rights/migration.ts";
 import type { Services } from "./services.ts";
 import { recoverBulkWrites } from "./store/bulk.ts";
 import { pruneCallsBefore } from "./store/call_history.ts";
@@ -20,13 +21,16 @@ export async function prepareStore(services: Services): Promise<void> {
   const admin = config.adminLogin && config.adminPassword
     ? { login: config.adminLogin, password: config.adminPassword }
     : null;
-  // three reads that need not wait for each other, at once: each Deno KV call waits for the
-  // store's thread (2-3 ms of every start one after the other; docs/performance.md). No staged
-  // write is of web service users, so undoing one cannot change whether there is any.
+  // reads that need not wait for each other, at once: each Deno KV call waits for the store's
+  // thread (2-3 ms of every start one after the other; docs/performance.md). No staged write is
+  // of web service users, so undoing one cannot change whether there is any. The supervisors of
+  // an earlier version get their rights profiles (lib/rights/migration.ts: one read once done),
+  // before the demo data set makes its own users.
   const [undone, contextsCreated, anyUser] = await Promise.all([
     recoverBulkWrites(store, clock.now()),
     ensureDefaultContexts(store),
     admin || config.demo ? true : hasWebServiceUsers(store),
+    migrateSupervisors(store, logger),
   ]);
   if (undone) logger.warn("unfinished imports undone", { count: undone });
   if (contextsCreated) logger.info("default contexts created");

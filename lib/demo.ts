@@ -1,8 +1,11 @@
 /**
  * The demo data set (`SVC_DEMO=true`), loaded into an empty store so that the README's examples
- * work as written: alice (1001, a supervisor) and bob (1002) with SIP lines, a queue `sales` (3000) with the
- * agent 8001, two call qualifications, a callback list with requests, and a web service user.
+ * work as written: alice (1001, an administrator: her rights profile is `admin`), bob (1002, no
+ * profile) and sam (1004, a supervisor of the queue `sales` only) with SIP lines, the queues
+ * `sales` (3000, with the agent 8001) and `support` (3001), two call qualifications, a callback list
+ * with requests, and a web service user.
  */
+import { adminProfile, setProfile } from "./rights/profiles.ts";
 import { createAgent } from "./store/agents.ts";
 import { createCallQualification } from "./store/call_qualifications.ts";
 import { createCallbackList } from "./store/callback_lists.ts";
@@ -30,10 +33,9 @@ export const DEMO_USERS = [
     username: "alice",
     password: "alice-demo",
     exten: "1001",
-    // a supervisor: her tokens hold alias.supervisor (docs/supervision.md)
-    supervision_enabled: true,
   },
   { firstname: "Bob", lastname: "Durand", username: "bob", password: "bob-demo", exten: "1002" },
+  { firstname: "Sam", lastname: "Lead", username: "sam", password: "sam-demo", exten: "1004" },
 ] as const;
 
 export const DEMO_WEBSERVICE_USER = {
@@ -52,6 +54,7 @@ export const DEMO_WEBSERVICE_USER = {
     "svc.rest.metrics.read",
     "svc.rest.supervision.#",
     "svc.rest.presences.#",
+    "svc.rest.rights.#",
     "confd.#",
     "agentd.#",
   ],
@@ -157,6 +160,19 @@ export async function loadDemo({ store, clock }: Services): Promise<boolean> {
     number: "3000",
     members: [{ agent_id: agent.id, penalty: 0 }],
   });
+  await createQueue(store, { name: "support", display_name: "Support", number: "3001" });
+  // alice administers supervision, sam supervises sales alone (docs/supervision.md)
+  await setProfile(store, adminProfile(created[0]!.id));
+  await setProfile(store, {
+    id: created[2]!.id,
+    profile: "supervisor",
+    queue_ids: [sales.id],
+    group_ids: [],
+    incalls: [],
+    recording: false,
+    listen: false,
+    change_queues: true,
+  });
   await createCallQualification(store, {
     name: "Sale",
     sub_qualifications: [{ name: "Order placed" }, { name: "Quote sent" }],
@@ -196,7 +212,8 @@ export function demoBanner(baseUrl: string): string {
     "  web service user (POST /svc/api/2.0/auth/webservice):",
     `    ${DEMO_WEBSERVICE_USER.login} / ${DEMO_WEBSERVICE_USER.password}`,
     `  extensions: ${DEMO_USERS.map((user) => `${user.username} ${user.exten}`).join(", ")}`,
-    "  queue sales (3000) with agent 8001; call qualifications; callback list " +
+    "  rights profiles: alice admin, sam supervisor of sales; bob none",
+    "  queues sales (3000) with agent 8001, support (3001); call qualifications; callback list " +
     `"Sales callbacks" with ${DEMO_CALLBACK_REQUESTS.length} requests`,
   ].join("\n");
 }

@@ -1,6 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type * as z from "zod";
 import type { Identity } from "./auth/tokens.ts";
+import type { Rights } from "./rights/rights.ts";
 import {
   ApiError,
   IncompleteBody,
@@ -18,6 +19,8 @@ export type AppEnv = {
     requestId: string;
     /** Set by the ACL guard once the token is verified. */
     identity: Identity;
+    /** Set by the rights guards (lib/rights/guard.ts): what the caller covers in supervision. */
+    rights: Rights;
   };
 };
 
@@ -232,6 +235,7 @@ const UNKNOWN_PATH_VALUES: Record<string, (shown: string, reason: string) => Api
   to: (shown, reason) => new ApiError(400, "JsonErrorDecoding", `to ${shown} ${reason}`),
   queueId: (shown) => new ApiError(404, "QueueNotFound", `queue ${shown} does not exist`),
   agentId: (shown) => new ApiError(404, "AgentNotFound", `agent ${shown} does not exist`),
+  userId: (shown) => new ApiError(404, "UserNotFound", `user ${shown} does not exist`),
 };
 
 /** The 2.0/1.0 answer to an {@link UnknownPathValue}; a name not listed is 404 `NotFound`. */

@@ -24,6 +24,7 @@ import { forwardRoutes } from "./forwards.ts";
 import { historyRoutes } from "./history.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
 import { presenceRoutes } from "./presences.ts";
+import { rightsRoutes } from "./rights.ts";
 import { simRoutes } from "./sim.ts";
 import { supervisionRoutes } from "./supervision.ts";
 import { xivoAuthRoutes } from "./xivo_auth.ts";
@@ -53,6 +54,7 @@ function apiV2Routes(services: Services) {
     eventRoutes,
     ctiRoutes,
     supervisionRoutes,
+    rightsRoutes,
     presenceRoutes,
   ];
   for (const routes of areas) v2.route("/", routes(services));

@@ -13,6 +13,7 @@ import { parseCsv, toCsv, unneutraliseCell } from "../lib/csv.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, MiB } from "../lib/http.ts";
 import type { PhoneStatus } from "../lib/platform/port.ts";
+import { currentHidden, recentHidden, watchedStatuses } from "../lib/presence/hints.ts";
 import type { Services } from "../lib/services.ts";
 import {
   CONTACT_FIELDS,
@@ -218,11 +219,16 @@ interface Derived {
   /** Each sorted contact's list view entry, without its status. */
   entries: { entry: string[]; contact_id: string; number: string }[];
   /**
-   * The list view's body for the statuses of `signature`, read at the platform's status `version`,
-   * kept for the next request (as text: Deno copies a byte body in `new Response`, and writes a
-   * text straight from the string).
+   * The list view's body for the statuses of `signature`, read at the platform's status `version`
+   * with the numbers `hidden` then (lib/presence/hints.ts), kept for the next request (as text:
+   * Deno copies a byte body in `new Response`, and writes a text straight from the string).
    */
-  body?: { version: number | null; signature: string; text: string };
+  body?: {
+    version: number | null;
+    hidden: ReadonlySet<string>;
+    signature: string;
+    text: string;
+  };
 }
 
 const derivedViews = new WeakMap<readonly ContactRecord[], Derived>();
@@ -253,11 +259,12 @@ function derive(contacts: readonly ContactRecord[]): Derived {
 type Statuses = Map<string, PhoneStatus>;
 
 /**
- * The list view (spec "Personal contact list view"), `status` from the platform. The user's
+ * The list view (spec "Personal contact list view"), `status` as a watcher sees it
+ * (lib/presence/hints.ts: the platform's, -2 for a user who may not be watched). The user's
  * contacts come from `recentContacts` (no read) or `currentContacts` (one read, shared); the
  * statuses from one platform call (shared with the list views asked meanwhile), skipped while the
- * platform's status version says none changed since the kept answer. Not async: a list kept and
- * still current is answered at once, without a promise (the hot path).
+ * platform's status version and the numbers hidden are those of the kept answer. Not async: a
+ * list kept and still current is answered at once, without a promise (the hot path).
  */
 function listView(
   c: Context<AppEnv>,
@@ -270,7 +277,11 @@ function listView(
   if (recent) {
     const body = derive(recent).body;
     const version = platform.phoneStatusVersion();
-    if (body && version !== null && body.version === version) return jsonResponse(c, body.text);
+    if (
+      body && version !== null && body.version === version && body.hidden === recentHidden(store)
+    ) {
+      return jsonResponse(c, body.text);
+    }
   }
   return freshListView(c, services, phoneStatuses, userId);
 }
@@ -286,8 +297,9 @@ async function freshListView(
   const derived = derive(recentContacts(store, userId) ?? await currentContacts(store, userId));
   // read before asking: a status changing meanwhile changes it, and the next view asks again
   const version = platform.phoneStatusVersion();
+  const hidden = await currentHidden(store);
   let body = derived.body;
-  if (version === null || body?.version !== version) {
+  if (version === null || body?.version !== version || body.hidden !== hidden) {
     const statuses = derived.numbers.length ? await phoneStatuses(derived.numbers) : new Map();
     // the text changes only with the contacts (a new `derived`) or a status: reuse it
     const signature = derived.numbers.map((number) => statuses.get(number) ?? -2).join(",");
@@ -302,7 +314,7 @@ async function freshListView(
         })),
       });
     }
-    body = derived.body = { version, signature, text };
+    body = derived.body = { version, hidden, signature, text };
   }
   return jsonResponse(c, body.text);
 }
@@ -377,9 +389,7 @@ export function contactRoutes(services: Services): Hono<AppEnv> {
   const acl = (template: string) =>
     requireAcl(tokens, template, { ctiOnly: "personal contacts belong to CTI users only" });
   // list views asked while a platform call runs share the next one
-  const phoneStatuses = batchedRead((numbers: string[]) =>
-    services.platform.phoneStatuses(numbers)
-  );
+  const phoneStatuses = batchedRead((numbers: string[]) => watchedStatuses(services, numbers));
 
   return new Hono<AppEnv>()
     .get(

@@ -12,6 +12,7 @@
 import { agentOfUser, agentStatuses } from "../lib/agent_control.ts";
 import { agentGroupFamily } from "../lib/agent_groups/cti.ts";
 import { CTI_USER_ALIAS, isAllowed } from "../lib/auth/acl.ts";
+import { requireProfile, type Rights, rightsOf } from "../lib/rights/rights.ts";
 import { fillAcl } from "../lib/auth/guard.ts";
 import { CTI_CALLD_ACLS } from "../lib/calls/acls.ts";
 import { chat } from "../lib/chat/mod.ts";
@@ -61,9 +62,9 @@ export const MAX_MESSAGE = 65_536;
 
 /**
  * The ACL each command needs, `{username}` being the socket's user; null: none. The commands on
- * the user's calls check theirs as they run (lib/cti/call_commands.ts `CALL_ACLS`), and so do the
- * supervisors' (lib/cti/supervisor_commands.ts `SUPERVISOR_COMMAND_ACLS`) and the agent commands
- * below, whose ACL depends on the agent they name ({@link OWN_AGENT_COMMANDS}).
+ * the user's calls check theirs as they run (lib/cti/call_commands.ts `CALL_ACLS`); the
+ * supervisors' check the user's rights profile (lib/rights/) as they run, and so do the agent
+ * commands below naming another agent than the user's own ({@link OWN_AGENT_COMMANDS}).
  */
 const COMMAND_ACLS: Record<
   Exclude<CommandName, CallCommandName | SupervisorCommandName>,
@@ -86,8 +87,8 @@ const COMMAND_ACLS: Record<
 
 /**
  * The agent commands that act on the user's own agent under the ACL above, or, naming another
- * agent in `agentid`, on that one as a supervisor (`svc.rest.supervision.agents.{agentId}.…`):
- * their ACL is checked once the agent is known.
+ * agent in `agentid`, on that one as a supervisor (its rights profile must cover it): checked
+ * once the agent is known.
  */
 const OWN_AGENT_COMMANDS: ReadonlySet<CommandName> = new Set([
   "agentLogout",
@@ -119,8 +120,8 @@ const FAMILY_COMMANDS = new Map(
 
 /**
  * What `alias.ctiuser` grants on the socket: the commands on the user's own services, agent and
- * calls (the call daemon's `calld.users.me.#`, as on `/1.0`), and the families' commands but the
- * supervisors'.
+ * calls (the call daemon's `calld.users.me.#`, as on `/1.0`), and the families' commands (the
+ * supervisors' need none: their rights profile decides).
  */
 export function ctiChannelAcls(username: string): string[] {
   return [
@@ -129,7 +130,7 @@ export function ctiChannelAcls(username: string): string[] {
       .map(([, acl]) => fillAcl(acl!, { username })),
     ...CTI_CALLD_ACLS,
     ...[...FAMILY_COMMANDS.values()]
-      .filter((spec) => spec.acl !== null && spec.ctiUser !== false)
+      .filter((spec) => spec.acl !== null)
       .map((spec) => fillAcl(spec.acl!, { username })),
   ];
 }
@@ -224,6 +225,7 @@ async function runFamilyCommand(
     session,
     user,
     authorize: (template, values) => authorize(session, template, values),
+    rights: () => sessionRights(services, session),
     reply: (message) => session.send(message),
   }, fields);
 }
@@ -238,6 +240,10 @@ async function currentUser(services: Services, session: CtiSession): Promise<Use
   services.cti.refresh(session, user);
   return user;
 }
+
+/** The socket user's supervision rights as its profile says now; 403 `Forbidden` without one. */
+const sessionRights = (services: Services, session: CtiSession): Promise<Rights> =>
+  requireProfile(services.store, session.user.id);
 
 /** Refuses (`Forbidden`) unless the socket holds `template` filled with its user and `values`. */
 function authorize(session: CtiSession, template: string, values: Record<string, string> = {}) {
@@ -316,7 +322,7 @@ async function run(
         feed: services.cti.supervision,
         watcher: session,
         queuesChanged: (ids) => services.supervision.queuesChanged(ids),
-        authorize: (template, values) => authorize(session, template, values),
+        rights: () => sessionRights(services, session),
         reply: (message) => session.send(message),
       },
       name,
@@ -334,10 +340,7 @@ async function run(
   ) => {
     const own = await agentOfUser(services, user);
     if (agentid !== undefined && agentid !== own?.id) {
-      const c = {
-        services,
-        authorize: (t: string, v?: Record<string, string>) => authorize(session, t, v),
-      };
+      const c = { services, rights: () => sessionRights(services, session) };
       await runAgentControl(c, control, agentid, reason);
       return null;
     }
@@ -403,27 +406,28 @@ async function run(
     case "getAgentStates":
       return await sendAgentStates(services, session, user);
     case "subscribeToAgentEvents":
-      if (mayReadAgents(session)) services.cti.followAllAgents(session);
+      // a supervisor's: the agents its profile covers; anyone else's own agent only, as before
+      if (await rightsOf(services.store, user.id)) await services.cti.followAllAgents(session);
       return;
   }
 }
 
-/** Whether the token may see every agent, as `GET /agents` needs. */
-const mayReadAgents = (session: CtiSession) =>
-  isAllowed(session.identity.acls, "agentd.agents.read", session.identity.userId);
-
 /**
- * One `AgentStateEvent` per agent the user may see: every agent with `agentd.agents.read`, else
- * the user's own.
+ * One `AgentStateEvent` per agent the user may see: its own, and those its rights profile
+ * covers.
  */
 async function sendAgentStates(
   services: Services,
   session: CtiSession,
   user: UserRecord,
 ): Promise<void> {
-  const agents = mayReadAgents(session)
-    ? await listAgents(services.store)
-    : [await agentOfUser(services, user)].filter((agent) => agent !== null);
+  const [rights, own] = await Promise.all([
+    rightsOf(services.store, session.user.id),
+    agentOfUser(services, user),
+  ]);
+  const agents = rights
+    ? (await listAgents(services.store)).filter((a) => rights.coversAgent(a.id) || a.id === own?.id)
+    : [own].filter((agent) => agent !== null);
   for (const status of await agentStatuses(services, agents)) session.send(agentStateEvent(status));
 }
 

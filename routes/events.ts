@@ -6,7 +6,10 @@
  * - `GET /events/stream` (ACL `svc.rest.events.read`) is a Server-Sent Events stream of the events
  *   that go to `SVC_EVENT_URL`, from every process sharing the store: `id:` the event id (the
  *   `X-Svc-Event-Id` of the post), `event:` its `msgType`, `data:` the posted JSON (supervision's
- *   `QueueStatistics`, username "", included). `?username=` keeps one user's events. A client
+ *   `QueueStatistics`, username "", included). `?username=` keeps one user's events. A CTI user
+ *   whose rights profile is a supervisor's or an admin's (lib/rights/) may read it too: its stream
+ *   carries the `QueueStatistics` of the queues its profile covers, and nothing else (its profile
+ *   read again every {@link RIGHTS_RECHECK_MS}: a change shows within that). A client
  *   reconnecting with `Last-Event-ID` (header, or the `lastEventId` query value) first gets the
  *   events after that id still retained (the retention, one minute at least). A comment every 15 s keeps proxies from closing an idle stream; a client
  *   with more than `SVC_CTI_SEND_BUFFER` bytes unread is sent an `overflow` event and closed.
@@ -15,6 +18,15 @@ import * as z from "zod";
 import { operation } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import { requireAcl } from "../lib/auth/guard.ts";
+import { requireRights } from "../lib/rights/guard.ts";
+import {
+  ALL_RIGHTS,
+  type Coverage,
+  covers,
+  EVERYTHING,
+  NOTHING,
+  rightsOf,
+} from "../lib/rights/rights.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type ExportedMessage, isExported } from "../lib/events/messages.ts";
 import type { LogEntry } from "../lib/events/outbox.ts";
@@ -24,6 +36,8 @@ import type { Services } from "../lib/services.ts";
 /** What an event id looks like (`lib/events/outbox.ts` EventIds). */
 const EVENT_ID = /^\d{13}-\d{6}-[a-z0-9]{4}$/;
 const KEEPALIVE_MS = 15_000;
+/** How often a CTI user's stream reads its rights profile again (ms). */
+export const RIGHTS_RECHECK_MS = 500;
 /** Retained events read per store round trip on a resume. */
 const RESUME_BATCH = 500;
 
@@ -61,7 +75,7 @@ export function eventRoutes(services: Services): Hono<AppEnv> {
     )
     .get(
       "/events/stream",
-      requireAcl(tokens, "svc.rest.events.read"),
+      requireRights(services, "svc.rest.events.read"),
       operation(() => ({
         summary: "The events, live, as a server-sent event stream (never ends)",
         query: z.object({
@@ -77,8 +91,10 @@ export function eventRoutes(services: Services): Hono<AppEnv> {
         if (resumeFrom !== null && !EVENT_ID.test(resumeFrom)) {
           throw new ApiError(400, "BadRequest", "Last-Event-ID is no event id of this server");
         }
+        // a rights profile's stream (not the ACL's): the queue statistics it covers
+        const supervisor = c.get("rights") === ALL_RIGHTS ? null : Number(c.get("identity").userId);
         // through the context, which adds the request's headers (`X-Request-Id`)
-        return c.newResponse(eventStream(services, username ?? null, resumeFrom), {
+        return c.newResponse(eventStream(services, username ?? null, resumeFrom, supervisor), {
           headers: {
             "Content-Type": "text/event-stream",
             "Cache-Control": "no-store",
@@ -91,17 +107,34 @@ export function eventRoutes(services: Services): Hono<AppEnv> {
 
 /**
  * The stream: live events are taken from the moment it starts, held while the retained ones after
- * `resumeFrom` are read and sent, then sent after them, each id once.
+ * `resumeFrom` are read and sent, then sent after them, each id once. `supervisor`: the CTI user
+ * whose rights profile decides what it carries (null: a token holding the ACL, everything).
  */
 function eventStream(
   services: Services,
   username: string | null,
   resumeFrom: string | null,
+  supervisor: number | null,
 ): ReadableStream<Uint8Array> {
   const { feed, clock, config } = services;
   let unsubscribe = () => {};
   let cancelKeepalive = () => {};
+  let cancelRights = () => {};
   let closed = false;
+  /** What the stream carries: everything, or the queues a rights profile covers. */
+  let coverage: Coverage = supervisor === null ? EVERYTHING : NOTHING;
+  const readRights = async () => {
+    try {
+      coverage = (await rightsOf(services.store, supervisor!))?.coverage ?? NOTHING;
+    } catch (error) {
+      services.logger.warn("event stream rights not read", { error: String(error) });
+    }
+    if (!closed) cancelRights = clock.after(RIGHTS_RECHECK_MS, readRights);
+  };
+  /** An event a supervisor's stream carries: the statistics of a queue it covers. */
+  const covered = ({ message }: ExportedMessage) =>
+    message.msgType === "QueueStatistics" &&
+    covers(coverage.queues, (message.ctiMessage as { queueId: number }).queueId);
   return new ReadableStream<Uint8Array>({
     async start(controller) {
       /** Bytes queued and not yet read by the client. */
@@ -110,6 +143,7 @@ function eventStream(
         closed = true;
         unsubscribe();
         cancelKeepalive();
+        cancelRights();
       };
       const send = (chunk: Uint8Array) => {
         if (closed) return;
@@ -124,8 +158,10 @@ function eventStream(
       /** The newest retained event read on a resume: held live events up to it were sent. */
       let lastRead = resumeFrom ?? "";
       let held: LogEntry<ExportedMessage>[] | null = [];
+      if (supervisor !== null) await readRights();
       const wanted = (entry: LogEntry<ExportedMessage>) =>
-        isExported(entry.event) && (username === null || entry.event.username === username);
+        isExported(entry.event) && (username === null || entry.event.username === username) &&
+        (supervisor === null || covered(entry.event));
       // every event: a supervision event (username "") too, unless one user's are asked for
       unsubscribe = feed.subscribeAll((entries) => {
         for (const entry of entries) {
@@ -162,6 +198,7 @@ function eventStream(
       closed = true;
       unsubscribe();
       cancelKeepalive();
+      cancelRights();
     },
   }, { highWaterMark: 0, size: (chunk) => chunk.byteLength }); // desiredSize = -bytes queued
 }

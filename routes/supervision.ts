@@ -1,8 +1,9 @@
 /**
  * Supervision in the 2.0 API (docs/supervision.md): live queue and agent statistics, the days
  * kept, and the supervisor's commands on agents, each route with its ACL (`svc.rest.supervision.#`
- * grants them all; a CTI user whose record has `supervision_enabled` holds it through
- * `alias.supervisor`).
+ * grants them all), or a CTI user's rights profile (lib/rights/): an admin sees everything, a
+ * supervisor the queues, groups and agents it covers; lists are filtered and anything else named
+ * by id is 403 `Forbidden` (lib/rights/guard.ts checks the path's queue and agent).
  *
  * - `GET /supervision/queues` (`svc.rest.supervision.queues.read`): every queue, or those of
  *   `?queue=` (ids, the parameter repeated or comma-separated; unknown ids are left out).
@@ -30,10 +31,11 @@
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { setAgentGroup } from "../lib/agent_groups/control.ts";
-import { requireAcl } from "../lib/auth/guard.ts";
 import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, checkBody, readBody } from "../lib/http.ts";
 import { operation } from "../lib/openapi/operation.ts";
+import { requireRights, type RightsNeeds } from "../lib/rights/guard.ts";
+import type { Rights } from "../lib/rights/rights.ts";
 import type { Services } from "../lib/services.ts";
 import {
   addToQueue,
@@ -75,9 +77,9 @@ function pathId(c: Context, name: "queueId" | "agentId"): number {
 
 /**
  * The queue ids of `?queue=` (repeated, or comma-separated), or undefined when absent; 400
- * `BadRequest` for a value that is no id.
+ * `BadRequest` for a value that is no id, 403 `Forbidden` for a queue the rights do not cover.
  */
-function queueIds(c: Context): number[] | undefined {
+function queueIds(c: Context<AppEnv>): number[] | undefined {
   const values = c.req.queries("queue");
   if (values === undefined) return undefined;
   const items = values.flatMap((value) => value.split(",")).map((item) => item.trim());
@@ -85,8 +87,13 @@ function queueIds(c: Context): number[] | undefined {
   if (wrong !== undefined) {
     throw new ApiError(400, "BadRequest", `queue ${JSON.stringify(wrong)} is no queue id`);
   }
-  return items.map(Number);
+  const ids = items.map(Number);
+  for (const id of ids) c.get("rights").requireQueue(id);
+  return ids;
 }
+
+/** The caller's rights (set by the guard). */
+const rightsOf = (c: Context<AppEnv>): Rights => c.get("rights");
 
 /** A body that may be absent (then `{}`); one that is not JSON or not `schema`: 400. */
 async function optionalBody<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer<T>> {
@@ -153,8 +160,8 @@ const wantsCsv = (c: Context) =>
 const commandErrors: Record<number, string> = { 404: "`AgentNotFound`", 409: "`AgentNotLoggedIn`" };
 
 export function supervisionRoutes(services: Services): Hono<AppEnv> {
-  const { tokens } = services;
-  const acl = (template: string) => requireAcl(tokens, `svc.rest.supervision.${template}`);
+  const acl = (template: string, needs?: RightsNeeds) =>
+    requireRights(services, `svc.rest.supervision.${template}`, needs);
   const agentCommand = (
     action: string,
     summary: string,
@@ -177,7 +184,8 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
       }),
     ] as const;
   const member = "/supervision/queues/:queueId/agents/:agentId";
-  const memberAcl = (action: string) => acl(`queues.{queueId}.agents.{agentId}.${action}`);
+  const memberAcl = (action: string) =>
+    acl(`queues.{queueId}.agents.{agentId}.${action}`, { changeQueues: true });
 
   return new Hono<AppEnv>()
     .get(
@@ -188,7 +196,10 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
         query: queueQuery(),
         responses: { 200: z.array(QUEUE_FIGURES) },
         errors: { 400: "`BadRequest`: a `queue` that is no id" },
-      }), async (c) => c.json(await queueFigures(services, queueIds(c)))),
+      }), async (c) => {
+        const ids = queueIds(c);
+        return c.json(rightsOf(c).queuesIn(await queueFigures(services, ids)));
+      }),
     )
     .get(
       "/supervision/queues/:queueId/calls",
@@ -235,7 +246,10 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
         query: queueQuery(),
         responses: { 200: z.array(AGENT_FIGURES) },
         errors: { 400: "`BadRequest`: a `queue` that is no id" },
-      }), async (c) => c.json(await agentFigures(services, queueIds(c)))),
+      }), async (c) => {
+        const ids = queueIds(c);
+        return c.json(rightsOf(c).agentsIn(await agentFigures(services, ids)));
+      }),
     )
     .get(
       "/supervision/history",
@@ -258,7 +272,13 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
         const to = c.req.query("to");
         const problem = historyRangeProblem(from, to, services.supervision.settings.retentionDays);
         if (problem) throw new ApiError(400, "BadRequest", problem);
-        const history = await supervisionHistory(services, from!, to ?? from!);
+        const rights = rightsOf(c);
+        const whole = await supervisionHistory(services, from!, to ?? from!);
+        const history = {
+          ...whole,
+          queues: whole.queues.filter((row) => rights.coversQueue(row.queueId)),
+          agents: whole.agents.filter((row) => rights.coversAgent(row.agentId)),
+        };
         if (!wantsCsv(c)) return c.json(history);
         return c.body(historyCsv(history), 200, { "Content-Type": "text/csv; charset=utf-8" });
       }),
@@ -317,6 +337,7 @@ export function supervisionRoutes(services: Services): Hono<AppEnv> {
           missing: "JsonBodyNotFound",
           invalid: "JsonErrorDecoding",
         });
+        if (groupId !== null) rightsOf(c).requireGroup(groupId);
         await setAgentGroup(services, agentId, groupId);
         services.cti.supervision.changed();
         return c.body(null, 204);

@@ -266,7 +266,7 @@ export function xivoAuthRoutes(services: Services, noRoute: NoRouteOf) {
       userId: String(user.id),
       login: user.username!,
       userType: "cti",
-      acls: ctiUserAcls(user),
+      acls: ctiUserAcls(),
     };
     return { identity, userUuid: user.uuid };
   }

@@ -127,6 +127,26 @@ export function apiCall(ctx: TestContext, prefix: string, token: string) {
     }));
 }
 
+/**
+ * Gives users rights profiles through `PUT /svc/api/2.0/rights/profiles/{userId}`, as a web
+ * service user holding `svc.rest.rights.#`; `null` takes the profile away (`DELETE`).
+ *
+ * @example
+ * const give = await rightsAdmin(ctx);
+ * await give(sam.id, { profile: "supervisor", queueIds: [1], changeQueues: true });
+ */
+export async function rightsAdmin(ctx: TestContext) {
+  const user = await webServiceUser(ctx, ["svc.rest.rights.#"]);
+  const call = apiCall(ctx, "/svc/api/2.0", await login(ctx, "webservice", user.login));
+  return async (userId: number, profile: Record<string, unknown> | null) => {
+    const response = profile === null
+      ? await call("DELETE", `/rights/profiles/${userId}`)
+      : await call("PUT", `/rights/profiles/${userId}`, profile);
+    const text = await response.text();
+    assert.equal(response.status, profile === null ? 204 : 200, text);
+  };
+}
+
 /** A `/1.1` client, as `confd` answers it. */
 export type Confd = ReturnType<typeof confdClient>;
 

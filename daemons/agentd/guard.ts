@@ -9,6 +9,8 @@ import { fillAcl, readToken } from "../../lib/auth/guard.ts";
 import { CTI_USER_ALIAS, isAllowed } from "../../lib/auth/acl.ts";
 import type { Identity, Tokens } from "../../lib/auth/tokens.ts";
 import { ApiError } from "../../lib/errors.ts";
+import { requestRights } from "../../lib/rights/guard.ts";
+import type { Store } from "../../lib/store/store.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import { guardTag } from "../../lib/openapi/operation.ts";
 import { checkPathValues } from "../../lib/path_values.ts";
@@ -32,6 +34,30 @@ export function agentdAcl(tokens: Tokens, template: string): MiddlewareHandler<A
     c.set("identity", identity);
     await next();
   }, { acl: template });
+}
+
+/**
+ * {@link agentdAcl} for a route a supervisor reads too (`GET /agents`): a token holding
+ * `template` (every agent), or a CTI user whose rights profile covers agents (lib/rights/; what
+ * it covers in `c.var.rights`); anyone else the same 401.
+ */
+export function agentdRights(
+  { tokens, store }: { tokens: Tokens; store: Store },
+  template: string,
+): MiddlewareHandler<AppEnv> {
+  return guardTag(async (c, next) => {
+    const identity = await verified(tokens, () => readToken(c));
+    checkPathValues(c);
+    const required = fillAcl(template, c.req.param() as Record<string, string>);
+    const grants = { ...identity, acls: granted(identity.acls) };
+    try {
+      c.set("rights", await requestRights(store, grants, required));
+    } catch (error) {
+      throw error instanceof ApiError ? unauthorized() : error;
+    }
+    c.set("identity", identity);
+    await next();
+  }, { acl: template, who: "or a CTI user with a rights profile: the agents it covers" });
 }
 
 /**

@@ -24,7 +24,7 @@ import {
   notInQueue,
   refusalsAnswered,
 } from "./errors.ts";
-import { agentdAcl } from "./guard.ts";
+import { agentdAcl, agentdRights } from "./guard.ts";
 import { AGENT_KEYS, type AgentKey, pathAgent } from "./lookup.ts";
 
 export function agentRoutes(services: Services): Hono<AppEnv> {
@@ -32,10 +32,17 @@ export function agentRoutes(services: Services): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.get(
     "/",
-    agentdAcl(tokens, "agentd.agents.read"),
+    agentdRights(services, "agentd.agents.read"),
     operation(
       () => ({ summary: "The status of every agent", responses: { 200: z.array(AGENT_STATUS) } }),
-      async (c) => c.body(await agentListJson(services), 200, JSON_TYPE),
+      async (c) => {
+        const text = await agentListJson(services);
+        const rights = c.get("rights");
+        if (rights.everything) return c.body(text, 200, JSON_TYPE);
+        // a supervisor's: the agents its rights profile covers
+        const all = JSON.parse(text) as { id: number }[];
+        return c.json(all.filter((agent) => rights.coversAgent(agent.id)));
+      },
     ),
   );
   app.get("/status", agentdAcl(tokens, "agentd.status.read"), serviceStatus(services));

@@ -16,6 +16,7 @@ import {
 } from "../../lib/agent_groups/store.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import { operation } from "../../lib/openapi/operation.ts";
+import { forgetGroup } from "../../lib/rights/profiles.ts";
 import type { Services } from "../../lib/services.ts";
 import { type AgentRecord, agents, listAgents } from "../../lib/store/agents.ts";
 import { transact, type Transaction } from "../../lib/store/records.ts";
@@ -82,6 +83,8 @@ export const agentGroupResource: Resource<AgentGroupRecord, AgentGroupView> = {
   update(_tx, current, body) {
     return Promise.resolve({ ...current, ...check(updateSchema, body) });
   },
+  /** No supervisor's rights profile names it any more. */
+  beforeDelete: (tx, group) => forgetGroup(tx, group.id),
 };
 
 /** An agent joins a group (leaving any other) or leaves it. */

@@ -9,6 +9,7 @@ import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { changeMembership } from "../../lib/agent_control.ts";
 import type { AppEnv } from "../../lib/http.ts";
+import { forgetQueue } from "../../lib/rights/profiles.ts";
 import type { Services } from "../../lib/services.ts";
 import { agents } from "../../lib/store/agents.ts";
 import { callbackListsOfQueue } from "../../lib/store/callback_lists.ts";
@@ -119,6 +120,7 @@ export const queueResource: Resource<QueueRecord, QueueView> = {
     if ((await callbackListsOfQueue(tx.store, queue.id)).length) {
       throw resourceError("Queue is associated with a CallbackList");
     }
+    await forgetQueue(tx, queue.id); // no supervisor's rights profile names it any more
   },
   conflict(error) {
     if (error.field !== "number") return alreadyExists("Queue", { [error.field]: error.value });

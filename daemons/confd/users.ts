@@ -8,6 +8,7 @@ import * as z from "zod";
 import { hashPassword } from "../../lib/auth/passwords.ts";
 import type { AppEnv } from "../../lib/http.ts";
 import { deletePresenceOfUser } from "../../lib/presence/store.ts";
+import { forgetUser } from "../../lib/rights/profiles.ts";
 import type { Services } from "../../lib/services.ts";
 import { deleteContactsOfUser } from "../../lib/store/contacts.ts";
 import { deleteFavoritesOfUser } from "../../lib/store/favorites.ts";
@@ -312,6 +313,7 @@ export function userRoutes(services: Services) {
         const association = blockingAssociation(user) ?? (member ? "Switchboard" : null);
         if (association) throw resourceError(`User is associated with a ${association}`);
         tx.remove(users, user.id);
+        forgetUser(tx, user.id); // its rights profile goes with it
         return user.id;
       });
       // the user's own data goes with it: contacts, favourites, push registrations and presence

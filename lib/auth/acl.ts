@@ -35,38 +35,21 @@ export const CTI_USER_ACLS: readonly string[] = [
 ];
 
 /**
- * What a supervisor holds besides `alias.ctiuser` (docs/supervision.md): a CTI user whose record
- * has `supervision_enabled` gets it in every token issued to it from then on.
- */
-export const SUPERVISOR_ALIAS = "alias.supervisor";
-
-/**
- * What `alias.supervisor` stands for: every supervision route (`svc.rest.supervision.#`: the
- * figures, the history, the commands on agents and queue members, whose ACLs the CTI channel's
- * supervisor commands check too) and every agent's status (`agentd.agents.read`: `GET /agents`,
- * and on the CTI channel the state events of every agent).
- */
-export const SUPERVISOR_ACLS: readonly string[] = [
-  "svc.rest.supervision.#",
-  "agentd.agents.read",
-];
-
-/**
- * The ACLs of a CTI user's token: `alias.ctiuser`, and `alias.supervisor` when its record has
- * `supervision_enabled`.
+ * The ACLs of a CTI user's token: `alias.ctiuser`, nothing else. What a supervisor may see and do
+ * is its rights profile, read at each request (lib/rights/), never the token's: a profile changed
+ * shows at once, without a new token. (Tokens issued by an earlier version may hold
+ * `alias.supervisor`: it stands for nothing any more.)
  *
  * @example
- * ctiUserAcls({ supervision_enabled: true }); // ["alias.ctiuser", "alias.supervisor"]
+ * ctiUserAcls(); // ["alias.ctiuser"]
  */
-export function ctiUserAcls(user: { supervision_enabled: boolean }): string[] {
-  return user.supervision_enabled ? [CTI_USER_ALIAS, SUPERVISOR_ALIAS] : [CTI_USER_ALIAS];
+export function ctiUserAcls(): string[] {
+  return [CTI_USER_ALIAS];
 }
 
-/** Replaces `alias.ctiuser` and `alias.supervisor` by the ACLs they stand for. */
+/** Replaces `alias.ctiuser` by the ACLs it stands for. */
 export function expandAcls(acls: readonly string[]): string[] {
-  return acls.flatMap((acl) =>
-    acl === CTI_USER_ALIAS ? CTI_USER_ACLS : acl === SUPERVISOR_ALIAS ? SUPERVISOR_ACLS : [acl]
-  );
+  return acls.flatMap((acl) => acl === CTI_USER_ALIAS ? CTI_USER_ACLS : [acl]);
 }
 
 const escape = (text: string) => text.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");

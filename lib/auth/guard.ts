@@ -70,6 +70,13 @@ export function aclFiller(template: string): (params: Record<string, string>) =>
 }
 
 /**
+ * The identity of the request's token: at once for a token verified before (the hot path),
+ * else once verified ({@link readToken}'s errors, then `Tokens.verify`'s).
+ */
+export const tokenIdentity = (c: Context, tokens: Tokens): Identity | Promise<Identity> =>
+  rememberedToken(c, tokens) ?? tokens.verify(readToken(c));
+
+/**
  * Accepts any valid token and puts its identity in `c.var.identity`; then the path values must
  * meet `lib/path_values.ts` (else `UnknownPathValue`, before any store access).
  */

@@ -7,9 +7,10 @@
  *   answered `CallHistory` and `CallHistoryByDays`.
  * - `getAgentCallHistory {size}`: the queue calls the user's own agent answered, `CallHistory`.
  * - `getQueueCallHistory {queue, size}` (a supervisor's): the calls of a queue (by id, or by
- *   name), `CallHistory`.
+ *   name) its rights profile covers, `CallHistory`.
  * - `findCustomerCallHistory {id, request: {filters, size}}` (a supervisor's): the queue calls of
- *   one caller number, `CustomerCallHistoryResponseWithId` echoing `id`.
+ *   one caller number to the queues its rights profile covers, `CustomerCallHistoryResponseWithId`
+ *   echoing `id`.
  *
  * The user history is `lib/store/call_history.ts`'s; the queue calls `queue_calls.ts`'s.
  */
@@ -24,10 +25,6 @@ import { customerEntries, queueCallEntries, userEntries } from "./entries.ts";
 import { callerQueueCalls, lastAgentQueueCalls, lastQueueCalls } from "./queue_calls.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-
-/** The ACL of each history that is not the user's own (no REST route reads them yet). */
-export const QUEUE_HISTORY_ACL = "svc.rest.supervision.queues.{queueId}.history.read";
-export const CUSTOMER_HISTORY_ACL = "svc.rest.supervision.history.read";
 
 /** When the oldest queue call still kept started (`SVC_CALL_HISTORY_RETENTION_DAYS` ago). */
 const keptSince = ({ clock, config }: CtiCommandContext["services"]) =>
@@ -104,18 +101,26 @@ export const historyFamily: CtiFamily = {
     getQueueCallHistory: ctiCommand({
       fields: () =>
         z.object({ queue: z.union([z.number().int(), z.string().min(1).max(128)]), size: size() }),
-      acl: null, // the queue's, checked once it is known
-      ctiUser: false,
+      acl: null, // the rights profile's, checked once the queue is known
       async run(c, { queue: named, size }) {
         const { store, clock } = c.services;
+        const rights = await c.rights();
         // `cti.js` passes what it is given: an id, as a number or as digits, else a name
         const queue = typeof named === "number" || /^\d{1,15}$/.test(named)
           ? await getQueue(store, Number(named))
           : await findQueueByName(store, named);
+        // a supervisor learns nothing of a queue it does not cover, not even that it exists
+        if (!rights.everything && !(queue && rights.coversQueue(queue.id))) {
+          const shown = JSON.stringify(named);
+          throw new ApiError(
+            403,
+            "Forbidden",
+            `queue ${shown} is not in the user's rights profile`,
+          );
+        }
         if (!queue) {
           throw new ApiError(404, "QueueNotFound", `queue ${JSON.stringify(named)} does not exist`);
         }
-        c.authorize(QUEUE_HISTORY_ACL, { queueId: String(queue.id) });
         const records = await lastQueueCalls(store, queue.id, size, keptSince(c.services));
         c.reply({
           msgType: "CallHistory",
@@ -129,16 +134,17 @@ export const historyFamily: CtiFamily = {
           id: z.union([z.number(), z.string().max(256)]),
           request: z.object({ filters: z.array(filter()).max(16), size: size() }),
         }),
-      acl: CUSTOMER_HISTORY_ACL,
-      ctiUser: false,
+      acl: null, // a rights profile: the queues it covers
       async run(c, { id, request }) {
         const { store, clock } = c.services;
+        const rights = await c.rights();
         const number = callerNumberOf(request.filters);
         const { total, records } = await callerQueueCalls(
           store,
           number,
           request.size,
           keptSince(c.services),
+          rights.coversQueue,
         );
         c.reply({
           msgType: "CustomerCallHistoryResponseWithId",

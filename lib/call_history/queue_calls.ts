@@ -212,16 +212,18 @@ export async function lastAgentQueueCalls(
 }
 
 /**
- * The last `size` queue calls from `callerNumber` since `sinceMs`, newest first, and how many
- * there are.
+ * The last `size` queue calls from `callerNumber` since `sinceMs` to the queues `inQueue` keeps
+ * (a supervisor's), newest first, and how many there are.
  */
 export async function callerQueueCalls(
   store: Store,
   callerNumber: string,
   size: number,
   sinceMs: number,
+  inQueue: (queueId: number) => boolean = () => true,
 ): Promise<{ total: number; records: QueueCallRecord[] }> {
   if (!callerNumber || callerNumber.length > MAX_INDEXED_NUMBER) return { total: 0, records: [] };
-  const calls = await indexed(store, "queue_calls_by_caller", callerNumber, sinceMs);
+  const calls = (await indexed(store, "queue_calls_by_caller", callerNumber, sinceMs))
+    .filter(([queueId]) => inQueue(queueId));
   return { total: calls.length, records: await recordsOf(store, calls.slice(0, size), sinceMs) };
 }

@@ -11,8 +11,8 @@
  *   rooms once (`ConferenceList`).
  * - `getAgentDirectory` (a supervisor's): `AgentDirectory`, every agent with its state.
  *
- * A supervisor's list needs the ACL of the REST route reading the same
- * (`svc.rest.supervision.queues.read`, `svc.rest.supervision.agents.read`).
+ * A supervisor's list needs a rights profile (lib/rights/), and holds what it covers: the queues,
+ * the agents, the memberships of those, the agent groups.
  */
 import * as z from "zod";
 import { agentStatuses } from "../agent_control.ts";
@@ -20,21 +20,13 @@ import { groupsByAgent, listAgentGroups } from "../agent_groups/store.ts";
 import { ctiCommand, type CtiFamily } from "../cti/command_set.ts";
 import { agentStateEvent, userConfig } from "../cti/messages.ts";
 import { agentConfig, LIST_TYPES, type ListType, queueConfig } from "../cti/supervision.ts";
-import { SUPERVISOR_COMMAND_ACLS } from "../cti/supervisor_commands.ts";
+import type { Rights } from "../rights/rights.ts";
 import { ApiError } from "../errors.ts";
 import { listAgents } from "../store/agents.ts";
 import { listQueues, type QueueRecord } from "../store/queues.ts";
 import type { Store } from "../store/store.ts";
 import { conferenceRooms } from "./conference_rooms.ts";
 import { lineConfigMessage, lineConfigOf } from "../cti_session/line_config.ts";
-
-/** The ACL of each list `getList` follows (and of `getConfig`'s same objects). */
-const LIST_ACLS: Record<ListType, string> = {
-  queue: SUPERVISOR_COMMAND_ACLS.queues,
-  agent: SUPERVISOR_COMMAND_ACLS.agents,
-  queuemember: SUPERVISOR_COMMAND_ACLS.agents,
-  agentgroup: SUPERVISOR_COMMAND_ACLS.agents,
-};
 
 const isListType = (type: string): type is ListType =>
   (LIST_TYPES as readonly string[]).includes(type);
@@ -53,9 +45,10 @@ const GET_LIST_TYPES = [...LIST_TYPES, "meetme"] as const;
 const queueConfigOf = (queue: QueueRecord) =>
   queueConfig({ ...queue, displayName: queue.display_name });
 
-/** Every agent, and each as `AgentConfig` shows it (with its group), in id order. */
-async function agentConfigs(store: Store) {
-  const [agents, groups] = await Promise.all([listAgents(store), listAgentGroups(store)]);
+/** The agents `rights` cover, and each as `AgentConfig` shows it (with its group), in id order. */
+async function agentConfigs(store: Store, rights: Rights) {
+  const [all, groups] = await Promise.all([listAgents(store), listAgentGroups(store)]);
+  const agents = all.filter((agent) => rights.coversAgent(agent.id));
   const groupOf = groupsByAgent(groups);
   return {
     agents,
@@ -67,7 +60,7 @@ export const configFamily: CtiFamily = {
   commands: {
     getConfig: ctiCommand({
       fields: () => z.object({ objectType: z.string().optional() }),
-      acl: null, // none for the user's own; a supervisor's for the others, checked as it runs
+      acl: null, // none for the user's own; a rights profile for the others, checked as it runs
       async run(c, { objectType = "user" }) {
         const { store } = c.services;
         switch (objectType) {
@@ -75,22 +68,23 @@ export const configFamily: CtiFamily = {
             return c.reply(userConfig(c.user));
           case "line":
             return c.reply(lineConfigMessage(await lineConfigOf(store, c.user)));
-          case "queue":
-            c.authorize(LIST_ACLS.queue);
-            for (const queue of await listQueues(store)) {
+          case "queue": {
+            const rights = await c.rights();
+            for (const queue of rights.queuesIn(await listQueues(store))) {
               c.reply({ msgType: "QueueConfig", ctiMessage: queueConfigOf(queue) });
             }
             return;
+          }
           case "agent":
-            c.authorize(LIST_ACLS.agent);
-            for (const agent of (await agentConfigs(store)).configs) {
+            for (const agent of (await agentConfigs(store, await c.rights())).configs) {
               c.reply({ msgType: "AgentConfig", ctiMessage: agent });
             }
             return;
-          case "queuemember":
-            c.authorize(LIST_ACLS.queuemember);
-            for (const queue of await listQueues(store)) {
+          case "queuemember": {
+            const rights = await c.rights();
+            for (const queue of rights.queuesIn(await listQueues(store))) {
               for (const member of queue.members) {
+                if (!rights.coversAgent(member.agent_id)) continue;
                 c.reply({
                   msgType: "QueueMember",
                   ctiMessage: {
@@ -102,6 +96,7 @@ export const configFamily: CtiFamily = {
               }
             }
             return;
+          }
           default:
             throw unknownType(objectType, CONFIG_TYPES);
         }
@@ -109,23 +104,22 @@ export const configFamily: CtiFamily = {
     }),
     getList: ctiCommand({
       fields: () => z.object({ objectType: z.string() }),
-      acl: null, // a supervisor's for the lists it follows, checked as it runs
+      acl: null, // a supervisor's rights profile for the lists it follows, checked as it runs
       async run(c, { objectType }) {
         if (objectType === "meetme") {
           const rooms = await conferenceRooms(c.services, c.user);
           return c.reply({ msgType: "ConferenceList", ctiMessage: rooms });
         }
         if (!isListType(objectType)) throw unknownType(objectType, GET_LIST_TYPES);
-        c.authorize(LIST_ACLS[objectType]);
+        await c.rights(); // a supervisor's: the feed sends what its profile covers
         await c.services.cti.supervision.followList(c.session, objectType);
       },
     }),
     getAgentDirectory: ctiCommand({
       fields: () => z.object({}),
-      acl: SUPERVISOR_COMMAND_ACLS.agents,
-      ctiUser: false,
+      acl: null, // a rights profile: the agents it covers
       async run(c) {
-        const { agents, configs } = await agentConfigs(c.services.store);
+        const { agents, configs } = await agentConfigs(c.services.store, await c.rights());
         const statuses = await agentStatuses(c.services, agents);
         c.reply({
           msgType: "AgentDirectory",

@@ -6,6 +6,7 @@
  */
 import type * as z from "zod";
 import type { CtiNotice } from "../events/messages.ts";
+import type { Rights } from "../rights/rights.ts";
 import type { Services } from "../services.ts";
 import type { UserRecord } from "../store/users.ts";
 import type { CtiSession } from "./hub.ts";
@@ -22,6 +23,11 @@ export interface CtiCommandContext {
    * username and `values`.
    */
   authorize(template: string, values?: Record<string, string>): void;
+  /**
+   * The user's supervision rights as its profile says now (lib/rights/); 403 `Forbidden` for a
+   * user without one. A supervisor's command checks what it names against them.
+   */
+  rights(): Promise<Rights>;
   /** Sends a message to this socket only. */
   reply(message: CtiMessage): void;
 }
@@ -32,11 +38,10 @@ export interface CtiCommandSpec<S extends z.ZodType = z.ZodType> {
   fields: () => S;
   /**
    * The ACL the socket must hold before it runs (`{username}` is the socket's user); null: none,
-   * or the command checks its own as it runs (through `authorize`).
+   * or the command checks its own as it runs (through `authorize`, or a supervisor's `rights`).
+   * `alias.ctiuser` grants it on the socket.
    */
   acl: string | null;
-  /** Whether `alias.ctiuser` grants {@link acl} on the socket (a supervisor's command: false). */
-  ctiUser?: boolean;
   run(c: CtiCommandContext, fields: z.infer<S>): Promise<void> | void;
 }
 
@@ -45,7 +50,7 @@ export interface CtiFamily {
   // deno-lint-ignore no-explicit-any -- each command has a schema of its own
   commands: Record<string, CtiCommandSpec<any>>;
   /** Sent after the hub's greeting (`LoggedOn`, …), in the order of the families. */
-  greet?(c: Omit<CtiCommandContext, "authorize">): Promise<void>;
+  greet?(c: Omit<CtiCommandContext, "authorize" | "rights">): Promise<void>;
   /**
    * By `msgType`, how the concern's notices (`services.events.notify`) reach this process's
    * sockets of their user (`sessions`), when not simply sent to each (lib/cti/hub.ts

@@ -3,11 +3,12 @@
  *
  * - Events come from the live feed (`lib/events/feed.ts`), so a socket sees what any process
  *   sharing the store published: the user's `PhoneEvent`s and `UserConfigUpdate`s (by username),
- *   the `AgentStateEvent`s of the user's agent, and of every agent once the client subscribed to
- *   them with the agent daemon's `agentd.agents.read`.
+ *   the `AgentStateEvent`s of the user's agent, and of the agents its rights profile covers once
+ *   the client subscribed to them (a supervisor's).
  * - Phone statuses (the user's own phone; the numbers of the user's personal contacts, and those a
  *   socket subscribed to, read through lib/presence/hints.ts) are read from the platform whenever
- *   its status version moves, every `STATUS_POLL_MS` at most, in one pass for every socket; each
+ *   its status version moves or the numbers hidden from watchers change, every `STATUS_POLL_MS` at
+ *   most, in one pass for every socket; each
  *   user's sockets are sent the statuses that changed for that user, each subscribed socket those
  *   of its own numbers.
  * - A socket whose unsent bytes pass the send buffer setting is closed (4008): a slow reader never
@@ -34,7 +35,8 @@ import {
 } from "../events/messages.ts";
 import type { LogEntry } from "../events/outbox.ts";
 import type { PhoneStatus } from "../platform/port.ts";
-import { watchedStatuses } from "../presence/hints.ts";
+import { currentHidden, watchedStatuses } from "../presence/hints.ts";
+import { covers } from "../rights/rights.ts";
 import { listContacts } from "../store/contacts.ts";
 import { getExtension } from "../store/extensions.ts";
 import { getLine } from "../store/lines.ts";
@@ -240,7 +242,7 @@ export async function ownNumber(services: CoreServices, lineIds: number[]): Prom
 
 export class CtiHub {
   readonly #byUser = new Map<string, CtiUser>();
-  /** Sessions sent every agent's state (`subscribeToAgentEvents` with `agentd.agents.read`). */
+  /** Sessions sent the covered agents' states (`subscribeToAgentEvents` of a supervisor). */
   readonly #allAgents = new Set<CtiSession>();
   /** Sessions watching numbers of their own (`subscribeToPhoneHints`). */
   readonly #hinted = new Set<CtiSession>();
@@ -251,6 +253,8 @@ export class CtiHub {
   #unsubscribe: (() => void) | null = null;
   #cancelPoll: (() => void) | null = null;
   #statusVersion: number | null = null;
+  /** The numbers hidden from watchers when the statuses were last read. */
+  #hidden: ReadonlySet<string> | null = null;
   #polling: Promise<void> | null = null;
   /** What supervisors' sockets follow (queue and agent statistics, waiting calls, lists). */
   readonly supervision: SupervisionFeed;
@@ -386,9 +390,14 @@ export class CtiHub {
     session.user.config = userConfigOf(record);
   }
 
-  /** Sends `session` every agent's state from now on. */
-  followAllAgents(session: CtiSession): void {
-    if (session.user.sessions.has(session)) this.#allAgents.add(session);
+  /**
+   * Sends `session` the state of every agent its user's rights profile covers from now on (what
+   * it covers kept up to date by the supervision feed).
+   */
+  async followAllAgents(session: CtiSession): Promise<void> {
+    if (!session.user.sessions.has(session)) return;
+    await this.supervision.followAgentEvents(session);
+    if (!session.closed) this.#allAgents.add(session);
   }
 
   /** Hands the notices of `msgType` to `handler` from now on (see {@link NoticeHandler}). */
@@ -493,7 +502,9 @@ export class CtiHub {
           for (const session of each.sessions) session.sendText(text);
         }
         for (const session of this.#allAgents) {
-          if (session.user.agentId !== message.agentId) session.sendText(text);
+          if (session.user.agentId === message.agentId) continue; // sent above
+          const coverage = this.supervision.coverage(session);
+          if (coverage && covers(coverage.agents, message.agentId)) session.sendText(text);
         }
       }
     }
@@ -538,9 +549,12 @@ export class CtiHub {
       }
     }
     const version = platform.phoneStatusVersion();
-    if (version !== null && version === this.#statusVersion) return;
+    // a user may have been hidden from watchers, or shown again (lib/presence/hints.ts)
+    const hidden = await currentHidden(store);
+    if (version !== null && version === this.#statusVersion && hidden === this.#hidden) return;
     await this.#sendStatuses([...this.#byUser.values()]);
     this.#statusVersion = version;
+    this.#hidden = hidden;
   }
 
   /** Sends the user's sockets its `LineConfig` when it changed since the last sent. */

@@ -26,10 +26,20 @@
  *   subscribed.
  * - An agent's `AgentStatistics` is sent again when anything but its durations changed: those grow
  *   every second (a page counts them on from the last figures).
+ * - **Each socket gets what its user's rights profile covers** (lib/rights/): the queues, agents,
+ *   memberships and agent groups it covers, computed at each refresh from the profile as the store
+ *   says then. A socket whose coverage changed (its profile changed, an agent joined or left one
+ *   of its queues or groups) is sent every list and figure it follows again, whole, as when it
+ *   subscribed: its lists (`QueueList`, …) replace what it had, and it stops getting what it no
+ *   longer covers at once. A change of profile has a refresh run at once (its notice,
+ *   lib/cti_session/mod.ts); else the refresh every {@link SETTLE_MS} sees it.
  */
 import { type AgentGroupRecord, groupsByAgent, listAgentGroups } from "../agent_groups/store.ts";
 import type { CoreServices } from "../core_services.ts";
 import type { LiveCall } from "../platform/call_control.ts";
+import { profileOf } from "../rights/profiles.ts";
+import { type Coverage, coverageOf, covers } from "../rights/rights.ts";
+import { listQueues } from "../store/queues.ts";
 import {
   type AgentFigures,
   agentFigures,
@@ -47,9 +57,16 @@ export const REFRESH_INTERVAL_MS = 200;
 /** One more refresh this long after the last change; and one this often while followed. */
 export const SETTLE_MS = 1_000;
 
-/** A socket following supervision (a `CtiSession`). */
+/** A socket following supervision (a `CtiSession`): its user's rights profile decides. */
 export interface Watcher {
   sendText(text: string): void;
+  readonly user: { readonly id: number };
+}
+
+/** A message sent to the followers whose coverage covers it. */
+interface Item {
+  text: string;
+  covered(coverage: Coverage): boolean;
 }
 
 /** The lists `getList` follows, by `objectType`. */
@@ -78,14 +95,32 @@ class Topic {
     this.joining.delete(watcher);
   }
 
+  /** Those following or joining. */
+  *watchers(): Iterable<Watcher> {
+    yield* this.followers;
+    yield* this.joining;
+  }
+
   /**
-   * Sends `whole` to those joining and `changes` to the followers, then counts those joining as
-   * followers; `sent` becomes what was sent.
+   * Sends `whole(coverage)` to those joining and the `changes` each covers to the followers, then
+   * counts those joining as followers; `sent` becomes what was sent.
    */
-  publish(whole: string[], changes: string[], sent: Map<string, string>): void {
-    for (const text of changes) for (const watcher of this.followers) watcher.sendText(text);
+  publish(
+    whole: (coverage: Coverage) => string[],
+    changes: Item[],
+    sent: Map<string, string>,
+    coverageOf: (watcher: Watcher) => Coverage,
+  ): void {
+    for (const watcher of this.followers) {
+      const coverage = coverageOf(watcher);
+      for (const change of changes) if (change.covered(coverage)) watcher.sendText(change.text);
+    }
+    const wholes = new Map<string, string[]>(); // one per coverage
     for (const watcher of this.joining) {
-      for (const text of whole) watcher.sendText(text);
+      const coverage = coverageOf(watcher);
+      let texts = wholes.get(coverage.key);
+      if (!texts) wholes.set(coverage.key, texts = whole(coverage));
+      for (const text of texts) watcher.sendText(text);
       this.followers.add(watcher);
     }
     this.joining.clear();
@@ -201,6 +236,10 @@ export class SupervisionFeed {
   };
   /** The followers of each queue's waiting calls. */
   readonly #calls = new Map<number, Topic>();
+  /** The sockets sent the agents' state events (the hub's `followAllAgents`): nothing sent here. */
+  readonly #agentEvents = new Topic();
+  /** What each socket's profile covered at the last refresh. */
+  readonly #coverages = new WeakMap<Watcher, Coverage>();
   /** The refreshes, one after the other. */
   #chain: Promise<void> = Promise.resolve();
   #cancelSoon: (() => void) | null = null;
@@ -238,6 +277,19 @@ export class SupervisionFeed {
     let topic = this.#calls.get(queueId);
     if (!topic) this.#calls.set(queueId, topic = new Topic());
     return this.#follow(topic, watcher);
+  }
+
+  /**
+   * `watcher` is sent agents' state events by the hub, those of the agents it covers
+   * ({@link coverage}, kept up to date from now on); resolves once it is known.
+   */
+  followAgentEvents(watcher: Watcher): Promise<void> {
+    return this.#follow(this.#agentEvents, watcher);
+  }
+
+  /** What `watcher`'s profile covered at the last refresh; undefined before its first. */
+  coverage(watcher: Watcher): Coverage | undefined {
+    return this.#coverages.get(watcher);
   }
 
   /** `watcher` no longer gets the calls waiting in `queueId`. */
@@ -294,6 +346,7 @@ export class SupervisionFeed {
     return [
       this.#queueStats,
       this.#agentStats,
+      this.#agentEvents,
       ...Object.values(this.#lists),
       ...this.#calls.values(),
     ];
@@ -336,27 +389,46 @@ export class SupervisionFeed {
     const lists = this.#lists;
     const wantQueues = this.#queueStats.active || lists.queue.active;
     const wantAgents = this.#agentStats.active || lists.agent.active || lists.queuemember.active;
-    const wantGroups = lists.agent.active || lists.agentgroup.active;
-    const followed = [...this.#calls].filter(([, topic]) => topic.active);
-    const [queues, agents, calls, waiting, groups] = await Promise.all([
+    const [queues, agents, calls, groups, queueList] = await Promise.all([
       wantQueues ? queueFigures(services) : [],
       wantAgents ? agentFigures(services) : [],
       this.#agentStats.active ? services.platform.liveCalls() : [],
-      Promise.all(followed.map(([id]) => waitingCalls(services, id))),
-      wantGroups ? listAgentGroups(services.store) : [],
+      listAgentGroups(services.store),
+      listQueues(services.store),
     ]);
+    const coverage = await this.#cover(queueList, groups);
+    const followed = [...this.#calls].filter(([, topic]) => topic.active);
+    const waiting = await Promise.all(followed.map(([id]) => waitingCalls(services, id)));
+    const queueItem = (id: number, text: string): Item => ({
+      text,
+      covered: (c) => covers(c.queues, id),
+    });
+    const agentItem = (id: number, text: string): Item => ({
+      text,
+      covered: (c) => covers(c.agents, id),
+    });
+    const coveredQueues = (c: Coverage) => queues.filter((q) => covers(c.queues, q.id));
+    const coveredAgents = (c: Coverage) => agents.filter((a) => covers(c.agents, a.id));
     if (this.#queueStats.active) {
       const now = byKey(queues, (q) => q.id, (q) => JSON.stringify(queueStatistics(q)));
-      const changed = differing(now, this.#queueStats.sent).map((key) => now.get(key)!);
-      this.#queueStats.publish([...now.values()], changed, now);
+      const changed = differing(now, this.#queueStats.sent);
+      this.#queueStats.publish(
+        (c) => coveredQueues(c).map((q) => now.get(String(q.id))!),
+        changed.map((key) => queueItem(Number(key), now.get(key)!)),
+        now,
+        coverage,
+      );
     }
     if (lists.queue.active) {
       const now = byKey(queues, (q) => q.id, (q) => JSON.stringify(queueConfig(q)));
       const changed = differing(now, lists.queue.sent);
       lists.queue.publish(
-        [text("QueueList", queues.map(queueConfig))],
-        changed.map((key) => text("QueueConfig", JSON.parse(now.get(key)!))),
+        (c) => [text("QueueList", coveredQueues(c).map(queueConfig))],
+        changed.map((key) =>
+          queueItem(Number(key), text("QueueConfig", JSON.parse(now.get(key)!)))
+        ),
         now,
+        coverage,
       );
     }
     if (lists.agent.active) {
@@ -365,30 +437,72 @@ export class SupervisionFeed {
       const now = byKey(agents, (a) => a.id, (a) => JSON.stringify(config(a)));
       const changed = differing(now, lists.agent.sent);
       lists.agent.publish(
-        [text("AgentList", agents.map(config))],
-        changed.map((key) => text("AgentConfig", JSON.parse(now.get(key)!))),
+        (c) => [text("AgentList", coveredAgents(c).map(config))],
+        changed.map((key) =>
+          agentItem(Number(key), text("AgentConfig", JSON.parse(now.get(key)!)))
+        ),
         now,
+        coverage,
       );
     }
-    if (lists.queuemember.active) this.#publishMembers(agents);
+    if (lists.queuemember.active) this.#publishMembers(agents, coverage);
     if (lists.agentgroup.active) {
       // the whole list again when any group changed (xuc sends no single group)
-      const list = text("AgentGroupList", groups.map(agentGroupConfig));
-      const now = new Map([["groups", list]]);
-      const changed = differing(now, lists.agentgroup.sent).length > 0;
-      lists.agentgroup.publish([list], changed ? [list] : [], now);
+      const topic = lists.agentgroup;
+      const now = new Map([["groups", JSON.stringify(groups.map(agentGroupConfig))]]);
+      if (differing(now, topic.sent).length > 0) { for (const w of topic.followers) topic.join(w); }
+      topic.publish(
+        (c) => [
+          text(
+            "AgentGroupList",
+            groups.filter((g) => covers(c.groups, g.id)).map(agentGroupConfig),
+          ),
+        ],
+        [],
+        now,
+        coverage,
+      );
     }
-    if (this.#agentStats.active) this.#publishAgentStats(agents, calls);
+    if (this.#agentStats.active) this.#publishAgentStats(agents, calls, coverage);
     followed.forEach(([queueId, topic], i) => {
       const message = JSON.stringify(queueCallsMessage(queueId, waiting[i] ?? []));
       const now = new Map([["calls", message]]);
-      topic.publish([message], differing(now, topic.sent).length ? [message] : [], now);
+      const changes = differing(now, topic.sent).length ? [queueItem(queueId, message)] : [];
+      topic.publish((c) => covers(c.queues, queueId) ? [message] : [], changes, now, coverage);
       if (waiting[i] === null) this.#calls.delete(queueId); // the queue was deleted: told empty
     });
   }
 
-  /** `QueueMemberList` to those joining, `QueueMember` of each change (penalty -1: removed). */
-  #publishMembers(agents: AgentFigures[]): void {
+  /**
+   * What each socket's profile covers now; a socket whose coverage changed since the last
+   * refresh is sent everything it follows again (it joins its topics anew), and stops following
+   * the calls of the queues it no longer covers. Answers the coverage of a socket.
+   */
+  async #cover(
+    queueList: Parameters<typeof coverageOf>[1],
+    groups: Parameters<typeof coverageOf>[2],
+  ): Promise<(watcher: Watcher) => Coverage> {
+    const { store } = this.services;
+    const topics = this.#topics();
+    const watchers = new Set(topics.flatMap((topic) => [...topic.watchers()]));
+    for (const watcher of watchers) {
+      const coverage = coverageOf(await profileOf(store, watcher.user.id), queueList, groups);
+      const before = this.#coverages.get(watcher);
+      this.#coverages.set(watcher, coverage);
+      if (before === undefined || before.key === coverage.key) continue;
+      for (const topic of topics) if (topic.followers.has(watcher)) topic.join(watcher);
+      for (const [queueId, topic] of this.#calls) {
+        if (!covers(coverage.queues, queueId)) topic.leave(watcher);
+      }
+    }
+    return (watcher) => this.#coverages.get(watcher)!;
+  }
+
+  /**
+   * `QueueMemberList` to those joining, `QueueMember` of each change (penalty -1: removed); each
+   * socket the memberships of the queues and agents it covers.
+   */
+  #publishMembers(agents: AgentFigures[], coverage: (watcher: Watcher) => Coverage): void {
     const topic = this.#lists.queuemember;
     const members = agents.flatMap((agent) =>
       agent.queues.map((queue) => ({
@@ -397,34 +511,52 @@ export class SupervisionFeed {
         penalty: queue.penalty,
       }))
     );
+    const covered = (c: Coverage, agentId: number, queueId: number) =>
+      covers(c.queues, queueId) && covers(c.agents, agentId);
     const now = new Map(members.map((m) => [`${m.agentId}/${m.queueId}`, String(m.penalty)]));
     const changes = differing(now, topic.sent).map((key) => [key, Number(now.get(key))] as const);
     for (const key of topic.sent.keys()) if (!now.has(key)) changes.push([key, -1]);
     topic.publish(
-      [text("QueueMemberList", members)],
-      changes.map(([key, penalty]) => {
-        const [agentId, queueId] = key.split("/").map(Number);
-        return text("QueueMember", { agentId, queueId, penalty });
+      (c) => [text("QueueMemberList", members.filter((m) => covered(c, m.agentId, m.queueId)))],
+      changes.map(([key, penalty]): Item => {
+        const [agentId, queueId] = key.split("/").map(Number) as [number, number];
+        return {
+          text: text("QueueMember", { agentId, queueId, penalty }),
+          // a member removed may have left the socket's coverage with it: its queue decides
+          covered: (c) => penalty < 0 ? covers(c.queues, queueId) : covered(c, agentId, queueId),
+        };
       }),
       now,
+      coverage,
     );
   }
 
-  /** Every `AgentStatistics` to those joining; to the followers, those that changed. */
-  #publishAgentStats(agents: AgentFigures[], calls: LiveCall[]): void {
+  /** Every covered `AgentStatistics` to those joining; to the followers, those that changed. */
+  #publishAgentStats(
+    agents: AgentFigures[],
+    calls: LiveCall[],
+    coverage: (watcher: Watcher) => Coverage,
+  ): void {
     const topic = this.#agentStats;
-    const whole: string[] = [];
-    const changes: string[] = [];
+    const whole: [number, string][] = [];
+    const changes: Item[] = [];
     const signatures = new Map<string, string>();
     for (const agent of agents) {
       const message = agentStatistics(agent, calls);
       const { statistics } = message.ctiMessage as { statistics: { name: string }[] };
       const signature = JSON.stringify(statistics.filter((stat) => !DURATIONS.has(stat.name)));
       const serialised = JSON.stringify(message);
-      whole.push(serialised);
-      if (topic.sent.get(String(agent.id)) !== signature) changes.push(serialised);
+      whole.push([agent.id, serialised]);
+      if (topic.sent.get(String(agent.id)) !== signature) {
+        changes.push({ text: serialised, covered: (c) => covers(c.agents, agent.id) });
+      }
       signatures.set(String(agent.id), signature);
     }
-    topic.publish(whole, changes, signatures);
+    topic.publish(
+      (c) => whole.filter(([id]) => covers(c.agents, id)).map(([, text]) => text),
+      changes,
+      signatures,
+      coverage,
+    );
   }
 }

@@ -3,10 +3,11 @@
  * sends them: subscriptions to queue and agent statistics and to a queue's waiting calls, a
  * queue's statistics once, an agent's queue membership (the lists of queues, agents and queue
  * members are `getList`'s, lib/config_lists/cti.ts); and (`runAgentControl`) pause, unpause and
- * log out of another agent than the user's own. Each checks the ACL of the REST route doing the same (`routes/supervision.ts`), filled with
- * the ids it names, and runs through the same code (`lib/supervision`). A supervisor (a CTI user
- * whose record has `supervision_enabled`) holds them all through `alias.supervisor`; a plain CTI
- * user is refused `Forbidden`.
+ * log out of another agent than the user's own. Each runs through the code of the REST route doing
+ * the same (`routes/supervision.ts`, `lib/supervision`), under the user's rights profile read as
+ * it runs (lib/rights/): a user without one is refused `Forbidden`, and so is a queue or agent
+ * its profile does not cover; what the subscriptions send is filtered by it
+ * (lib/cti/supervision.ts).
  */
 import type { CoreServices } from "../core_services.ts";
 import { ApiError } from "../errors.ts";
@@ -20,22 +21,11 @@ import {
   removeFromQueue,
   unpauseAgent,
 } from "../supervision/mod.ts";
+import { type Rights } from "../rights/rights.ts";
 import { getQueue } from "../store/queues.ts";
 import { type Command, commandSchema, type SupervisorCommandName } from "./commands.ts";
 import { type CtiMessage } from "./messages.ts";
 import type { SupervisionFeed, Watcher } from "./supervision.ts";
-
-/** The ACL of each supervisor command: the REST route's doing the same. */
-export const SUPERVISOR_COMMAND_ACLS = {
-  queues: "svc.rest.supervision.queues.read",
-  agents: "svc.rest.supervision.agents.read",
-  queueCalls: "svc.rest.supervision.queues.{queueId}.calls.read",
-  join: "svc.rest.supervision.queues.{queueId}.agents.{agentId}.create",
-  leave: "svc.rest.supervision.queues.{queueId}.agents.{agentId}.delete",
-  pause: "svc.rest.supervision.agents.{agentId}.pause.create",
-  unpause: "svc.rest.supervision.agents.{agentId}.unpause.create",
-  logout: "svc.rest.supervision.agents.{agentId}.logout.create",
-} as const;
 
 /** What a supervisor command runs with. */
 export interface SupervisorCommandContext {
@@ -46,8 +36,8 @@ export interface SupervisorCommandContext {
   watcher: Watcher;
   /** Has the queues' `QueueStatistics` events sent (`Supervision.queuesChanged`). */
   queuesChanged(ids: number[]): Promise<void>;
-  /** Refuses (`Forbidden`, naming the ACL) unless the socket holds `template` filled with `values`. */
-  authorize(template: string, values?: Record<string, string>): void;
+  /** The user's rights as its profile says now; 403 `Forbidden` without one. */
+  rights(): Promise<Rights>;
   /** Sends a message to this socket only. */
   reply(message: CtiMessage): void;
 }
@@ -64,16 +54,15 @@ export async function runSupervisorCommand(
   const fields = <N extends SupervisorCommandName>(command: N): Command<N> =>
     checkBody(commandSchema(command), raw, "BadRequest") as Command<N>;
   const { services, feed, watcher } = c;
+  const rights = await c.rights();
   switch (name) {
     case "subscribeToQueueStats":
-      c.authorize(SUPERVISOR_COMMAND_ACLS.queues);
       return await feed.followQueueStats(watcher);
     case "subscribeToAgentStats":
-      c.authorize(SUPERVISOR_COMMAND_ACLS.agents);
       return await feed.followAgentStats(watcher);
     case "subscribeToQueueCalls": {
       const { queueId } = fields(name);
-      c.authorize(SUPERVISOR_COMMAND_ACLS.queueCalls, { queueId: String(queueId) });
+      rights.requireQueue(queueId);
       if (!await getQueue(services.store, queueId)) throw queueNotFound(queueId);
       return await feed.followQueueCalls(watcher, queueId);
     }
@@ -81,30 +70,25 @@ export async function runSupervisorCommand(
       return feed.unfollowQueueCalls(watcher, fields(name).queueId);
     case "getQueueStatistics": {
       const { queueId } = fields(name);
-      c.authorize(SUPERVISOR_COMMAND_ACLS.queues);
+      rights.requireQueue(queueId);
       const [queue] = await queueFigures(services, [queueId]);
       if (!queue) throw queueNotFound(queueId);
       return c.reply(queueStatistics(queue));
     }
     case "setAgentQueue": {
       const { agentId, queueId, penalty } = fields(name);
-      c.authorize(SUPERVISOR_COMMAND_ACLS.join, ids(queueId, agentId));
+      rights.requireMembership(queueId, agentId);
       await addToQueue(services, queueId, agentId, penalty ?? 0);
       return await membershipChanged(c, queueId);
     }
     case "removeAgentFromQueue": {
       const { agentId, queueId } = fields(name);
-      c.authorize(SUPERVISOR_COMMAND_ACLS.leave, ids(queueId, agentId));
+      rights.requireMembership(queueId, agentId);
       await removeFromQueue(services, queueId, agentId);
       return await membershipChanged(c, queueId);
     }
   }
 }
-
-const ids = (queueId: number, agentId: number) => ({
-  queueId: String(queueId),
-  agentId: String(agentId),
-});
 
 /** A membership changed outside the platform's events: the figures are sent again. */
 async function membershipChanged(c: SupervisorCommandContext, queueId: number): Promise<void> {
@@ -116,16 +100,16 @@ async function membershipChanged(c: SupervisorCommandContext, queueId: number): 
 export type AgentControl = "pause" | "unpause" | "logout";
 
 /**
- * Pauses (with `reason`), unpauses or logs out the agent `agentId`, under the REST route's ACL
- * (`svc.rest.supervision.agents.{agentId}.pause.create`, …).
+ * Pauses (with `reason`), unpauses or logs out the agent `agentId`, one the user's rights profile
+ * covers.
  */
 export async function runAgentControl(
-  c: Pick<SupervisorCommandContext, "services" | "authorize">,
+  c: Pick<SupervisorCommandContext, "services" | "rights">,
   action: AgentControl,
   agentId: number,
   reason: string | null = null,
 ): Promise<void> {
-  c.authorize(SUPERVISOR_COMMAND_ACLS[action], { agentId: String(agentId) });
+  (await c.rights()).requireAgent(agentId);
   if (action === "pause") await pauseAgent(c.services, agentId, reason);
   else if (action === "unpause") await unpauseAgent(c.services, agentId);
   else await logoutAgent(c.services, agentId);

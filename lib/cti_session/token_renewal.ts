@@ -10,7 +10,6 @@ import type { Identity } from "../auth/tokens.ts";
 import type { CoreServices } from "../core_services.ts";
 import type { CtiMessage } from "../cti/messages.ts";
 import { getUser } from "../store/users.ts";
-import { rightProfileMessage, rightProfileOf } from "./right_profile.ts";
 
 /** How long before its token expires a socket is sent the renewal: 5 minutes. */
 export const RENEWAL_LEAD_MS = 300_000;
@@ -26,17 +25,14 @@ export const renewalAt = (now: number, expiresAt: number): number =>
 export interface Renewal {
   identity: Identity;
   expiresAt: number;
-  /** `AuthenticationToken`, and `RightProfile` when the user's rights changed meanwhile. */
+  /** `AuthenticationToken` (a change of rights profile comes as its own `RightProfile`). */
   messages: CtiMessage[];
 }
 
-const sameAcls = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && a.every((acl) => b.includes(acl));
-
 /**
- * Renews the token a socket holds (speaking for `identity`) as `GET /auth/check` does: the ACLs as
- * the user's record says now (supervision given or taken away since), the user connected for the
- * new token's lifetime. Null when the user is gone: the socket keeps its token until it expires.
+ * Renews the token a socket holds (speaking for `identity`) as `GET /auth/check` does (a CTI
+ * user's ACLs, the user connected for the new token's lifetime). Null when the user is gone: the
+ * socket keeps its token until it expires.
  */
 export async function renewSocketToken(
   services: CoreServices,
@@ -44,12 +40,8 @@ export async function renewSocketToken(
 ): Promise<Renewal | null> {
   const user = await getUser(services.store, Number(identity.userId));
   if (!user) return null;
-  const acls = ctiUserAcls(user);
-  const answer = await tokenAnswer(services, { ...identity, acls });
+  const answer = await tokenAnswer(services, { ...identity, acls: ctiUserAcls() });
   const messages: CtiMessage[] = [{ msgType: "AuthenticationToken", ctiMessage: answer }];
-  if (!sameAcls(identity.acls, acls)) {
-    messages.push(rightProfileMessage(await rightProfileOf(services, user, acls)));
-  }
   return {
     identity: await services.tokens.verify(answer.token), // one object per token, as on open
     expiresAt: await services.tokens.expiry(answer.token),

@@ -9,6 +9,7 @@ import { ctiCommand, type CtiCommandContext, type CtiFamily } from "../cti/comma
 import type { CtiMessage } from "../cti/messages.ts";
 import { ApiError } from "../errors.ts";
 import type { PhoneStatus } from "../platform/port.ts";
+import { watchedStatuses } from "../presence/hints.ts";
 import { updateContact } from "../store/contacts.ts";
 import {
   addFavorite,
@@ -71,8 +72,9 @@ const notFound = ({ source, contactId }: FavoriteFields) =>
   );
 
 /**
- * The entries of `contacts`, each with the live status of its number (-2 for a queue, whose
- * number is no phone) and whether the user keeps it as a favourite.
+ * The entries of `contacts`, each with the live status of its number as a watcher sees it
+ * (lib/presence/hints.ts; -2 for a queue, whose number is no phone) and whether the user keeps it
+ * as a favourite.
  */
 async function entriesOf(
   c: CtiCommandContext,
@@ -82,7 +84,7 @@ async function entriesOf(
   const phones = (contact: DirectoryContact) => contact.source !== "queue" && contact.number !== "";
   const numbers = [...new Set(contacts.filter(phones).map((contact) => contact.number))];
   const statuses = numbers.length
-    ? await c.services.platform.phoneStatuses(numbers)
+    ? await watchedStatuses(c.services, numbers)
     : new Map<string, PhoneStatus>();
   return contacts.map((contact) =>
     directoryEntry(

@@ -35,7 +35,10 @@ export interface UserRecord {
   line_type: string | null;
   enabled: boolean;
   call_permission_password: string | null;
-  /** A supervisor (docs/supervision.md): its tokens hold `alias.supervisor`; false by default. */
+  /**
+   * Whether others may watch the user's phone (busy lamps, lib/presence/hints.ts), as in Wazo;
+   * true by default. It grants no right: supervisors have rights profiles (lib/rights/).
+   */
   supervision_enabled: boolean;
   /** Spelled so by the specification. */
   call_tranfer_enabled: boolean;
@@ -86,8 +89,7 @@ export async function buildUser(id: number, input: NewUser): Promise<UserRecord>
     line_type: null,
     enabled: true,
     call_permission_password: null,
-    // false, where Wazo says true: in svc it makes the user a supervisor (docs/supervision.md)
-    supervision_enabled: false,
+    supervision_enabled: true,
     call_tranfer_enabled: true,
     ring_seconds: 30,
     simultaneous_calls: 5,

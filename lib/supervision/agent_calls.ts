@@ -4,11 +4,10 @@
  * without being heard: the platform's `listen`), and `monitorPause` / `monitorUnpause`, pausing and
  * resuming its recording (the platform's `record` pause and resume on the agent's party).
  *
- * Who may: listening is a supervisor's (`svc.rest.supervision.agents.{agentId}.listen.create`,
- * held through `alias.supervisor`, never granted to a plain CTI user); pausing the recording of the
- * user's own agent's call is the user's (the call daemon's
- * `calld.users.me.calls.{call_id}.record.pause.update`, as on `/1.0`), another agent's a
- * supervisor's (`svc.rest.supervision.agents.{agentId}.record.pause.create`, `….resume.create`).
+ * Who may: listening is a rights profile's (lib/rights/): an admin, or a supervisor whose profile
+ * has `listen` and covers the agent; pausing the recording of the user's own agent's call is the
+ * user's (the call daemon's `calld.users.me.calls.{call_id}.record.pause.update`, as on `/1.0`),
+ * another agent's a profile's that covers the agent and has `recording` (an admin's).
  *
  * `AgentListen` `{started, phoneNumber, agentId}` goes to the agent's user (xuc's agent client
  * reads it) and to the supervisor listening, when listening starts and when it stops
@@ -21,14 +20,12 @@ import type { CoreServices } from "../core_services.ts";
 import { ApiError } from "../errors.ts";
 import type { LiveCall } from "../platform/call_control.ts";
 import { PlatformRefusal } from "../platform/port.ts";
+import { mayListen } from "../rights/rights.ts";
 import { getAgent } from "../store/agents.ts";
 import { findExtension } from "../store/extensions.ts";
 
-/** The ACLs of the commands on an agent's call. */
+/** The ACLs of the commands on the user's own agent's call. */
 export const AGENT_CALL_ACLS = {
-  listen: "svc.rest.supervision.agents.{agentId}.listen.create",
-  pause: "svc.rest.supervision.agents.{agentId}.record.pause.create",
-  resume: "svc.rest.supervision.agents.{agentId}.record.resume.create",
   ownPause: "calld.users.me.calls.{call_id}.record.pause.update",
   ownResume: "calld.users.me.calls.{call_id}.record.resume.update",
 } as const;
@@ -98,9 +95,11 @@ async function monitor(
     throw new ApiError(404, "AgentNotFound", `user ${c.user.username} has no agent`);
   }
   if (agentId !== own?.id) {
-    c.authorize(pause ? AGENT_CALL_ACLS.pause : AGENT_CALL_ACLS.resume, {
-      agentId: String(agentId),
-    });
+    const rights = await c.rights();
+    rights.requireAgent(agentId);
+    if (rights.profile !== null && !rights.profile.recording) {
+      throw new ApiError(403, "Forbidden", "the user's rights profile does not allow recordings");
+    }
     await agentOf(services, agentId);
   }
   const call = await agentCall(services, agentId);
@@ -122,10 +121,15 @@ export const AGENT_CALL_FAMILY: CtiFamily = {
   commands: {
     listenAgent: ctiCommand({
       fields: () => z.object({ agentid: z.number().int().positive() }),
-      acl: null, // checked with the agent's id, never a plain CTI user's
-      ctiUser: false,
+      acl: null, // a rights profile's, checked with the agent's id
       async run(c, { agentid }) {
-        c.authorize(AGENT_CALL_ACLS.listen, { agentId: String(agentid) });
+        if (!mayListen(await c.rights(), agentid)) {
+          throw new ApiError(
+            403,
+            "Forbidden",
+            `the user's rights profile may not listen to agent ${agentid}`,
+          );
+        }
         await agentOf(c.services, agentid);
         await refusing(() => c.services.platform.listen(c.user, agentid));
       },

@@ -9,10 +9,14 @@
  *   holder on Asterisk): `svc_queue_calls_total` per queue and outcome (`entered`, `answered`,
  *   `abandoned`, `timeout`). Like every counter, it starts again from 0 with the process; sum it
  *   over the processes.
+ *
+ * A CTI user with a rights profile reads these series alone, of what its profile covers
+ * ({@link coveredExposition}): its queues' series, and `svc_agents` over its agents.
  */
 import type { CoreServices } from "../core_services.ts";
 import type { QueueCallEvent } from "../platform/port.ts";
-import { Counter, Gauge, type Registry } from "../prom_client.ts";
+import { Counter, Gauge, Registry } from "../prom_client.ts";
+import { type Coverage, covers } from "../rights/rights.ts";
 import { listAgents } from "../store/agents.ts";
 import { listQueues } from "../store/queues.ts";
 import { ACTIVITIES } from "./activities.ts";
@@ -28,7 +32,7 @@ const OUTCOMES: Partial<Record<QueueCallEvent["event"], string>> = {
 
 /** What one scrape reads, once for every gauge. */
 interface Snapshot {
-  queues: { name: string; waiting: number; longestWaitSeconds: number }[];
+  queues: { id: number; name: string; waiting: number; longestWaitSeconds: number }[];
   /** Agents by state; null when they could not be read. */
   agents: Map<string, number> | null;
 }
@@ -104,7 +108,53 @@ export function registerSupervisionMetrics(
   };
 }
 
-async function read(services: CoreServices): Promise<Snapshot> {
+/**
+ * The supervision series as `coverage` sees them, in the text format: each queue gauge and
+ * `svc_queue_calls_total` (from `registry`'s counter) of the covered queues, `svc_agents` counted
+ * over the covered agents.
+ */
+export async function coveredExposition(
+  registry: Registry,
+  services: CoreServices,
+  coverage: Coverage,
+): Promise<string> {
+  const snapshot = await read(services, (id) => covers(coverage.agents, id))
+    .catch((): Snapshot => ({ queues: [], agents: null }));
+  const queues = snapshot.queues.filter((queue) => covers(coverage.queues, queue.id));
+  const names = new Set(queues.map((queue) => queue.name));
+  const own = new Registry();
+  const registers = [own];
+  const gauge = (name: string, labelNames: string[]) => {
+    const help = (registry.getSingleMetric(name) as unknown as { help: string }).help;
+    return new Gauge({ name, help, labelNames, registers });
+  };
+  const waiting = gauge("svc_queue_calls_waiting", ["queue"]);
+  const longest = gauge("svc_queue_longest_wait_seconds", ["queue"]);
+  for (const queue of queues) {
+    waiting.set({ queue: queue.name }, queue.waiting);
+    longest.set({ queue: queue.name }, queue.longestWaitSeconds);
+  }
+  const agents = gauge("svc_agents", ["state"]);
+  for (const state of ACTIVITIES) {
+    if (snapshot.agents) agents.set({ state }, snapshot.agents.get(state) ?? 0);
+  }
+  const total = registry.getSingleMetric("svc_queue_calls_total")!;
+  const calls = new Counter({
+    name: "svc_queue_calls_total",
+    help: (total as unknown as { help: string }).help,
+    labelNames: ["queue", "outcome"],
+    registers,
+  });
+  for (const { labels, value } of (await total.get()).values) {
+    if (names.has(String(labels.queue))) calls.inc(labels, value);
+  }
+  return await own.metrics();
+}
+
+async function read(
+  services: CoreServices,
+  agentCovered: (id: number) => boolean = () => true,
+): Promise<Snapshot> {
   const { store, platform, clock } = services;
   const [queueList, waiting, agentList] = await Promise.all([
     listQueues(store),
@@ -115,13 +165,15 @@ async function read(services: CoreServices): Promise<Snapshot> {
   const queues = queueList.map((queue) => {
     const since = waiting.filter((call) => call.queueId === queue.id).map((call) => call.sinceMs);
     return {
+      id: queue.id,
       name: queue.name,
       waiting: since.length,
       longestWaitSeconds: since.length ? Math.max(0, (now - Math.min(...since)) / 1000) : 0,
     };
   });
   const agents = new Map<string, number>();
-  for (const live of (await agentsLive(services, agentList)).values()) {
+  const counted = agentList.filter((agent) => agentCovered(agent.id));
+  for (const live of (await agentsLive(services, counted)).values()) {
     agents.set(live.activity, (agents.get(live.activity) ?? 0) + 1);
   }
   return { queues, agents };

@@ -1020,8 +1020,14 @@ Deno.test({
       await controlStep(
         "the CTI channel on the PBX: screen pop, setData, recording paused, listening, voicemail",
         async () => {
-          // carol supervises; bob's voicemail box 1002 (he rings 8 s)
-          await api("PUT", `/1.1/users/${ids.carol}`, { supervision_enabled: true }, 204);
+          // carol supervises queue support (listening, recordings); bob's voicemail box 1002
+          // (he rings 8 s)
+          await api("PUT", `/svc/api/2.0/rights/profiles/${ids.carol}`, {
+            profile: "supervisor",
+            queueIds: [ids.queue],
+            listen: true,
+            recording: true,
+          });
           const box = (await api("POST", "/1.1/voicemails", {
             name: "Bob",
             number: "1002",

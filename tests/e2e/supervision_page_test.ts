@@ -27,8 +27,10 @@
  *   with the screen; its screenshots; its button and the address; full screen refused without a
  *   person's gesture (the TV view stays, the page says why) and granted with one.
  * - **The rest against the real server process** (`main.ts`, the demo data set), reached through
- *   a TCP relay of the test's own so that the page's origin outlives the process: a plain CTI user
- *   (bob) is refused with a message saying why, the supervisor (alice) signs in; the buttons pause
+ *   a TCP relay of the test's own so that the page's origin outlives the process: a CTI user without
+ *   a rights profile (bob) is refused with a message saying why; a supervisor of sales alone (sam)
+ *   sees sales and its agent, then both queues once his profile is widened (no new sign-in), and is
+ *   signed out saying why once it is taken away; the administrator (alice) signs in; the buttons pause
  *   (with a reason), unpause, change the queues of and log out an agent, each checked through the
  *   REST routes; the thresholds are kept in `localStorage` across a reload and change a figure's
  *   colour; the page reconnects by itself when its socket closes, and when the server process is
@@ -49,7 +51,7 @@ import type { AgentFigures, QueueFigures } from "../../lib/supervision/mod.ts";
 import type { QueueIntervals } from "../../lib/supervision/schemas.ts";
 import { createApp } from "../../routes/mod.ts";
 import { STATE_LABELS } from "../../web/supervision/model.js";
-import { bearer, confd, login, type TestContext, webServiceUser } from "../helpers.ts";
+import { bearer, confd, login, rightsAdmin, type TestContext, webServiceUser } from "../helpers.ts";
 import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
 import {
   figureLines,
@@ -667,13 +669,13 @@ Deno.test({
       // a morning of calls first: the day's curves show it; the table counts from its end
       await playMorning(ctx, w, SCENARIO_AT);
       const api = await confd(ctx);
-      await api.create("/users", {
+      const sam = await api.create("/users", {
         firstname: "Sam",
         lastname: "Lead",
         username: "sam",
         password: "sam-pw",
-        supervision_enabled: true,
       });
+      await (await rightsAdmin(ctx))(sam.id as number, { profile: "admin" });
       const reader = await supervisionReader(ctx, w);
       const morning = await reader.figures();
       const reading = await webServiceUser(ctx, ["svc.rest.supervision.#"]);
@@ -920,13 +922,9 @@ Deno.test({
             const { queues, agents, calls } = await restFigures(get);
             return boardOf(queues, calls, agents);
           };
-          const support = await expectStatus(201, server, "POST", "/1.1/queues", {
-            token: ws,
-            body: { name: "support", number: "3001", display_name: "Support" },
-          });
-          const [sales] = await get<QueueFigures[]>("/supervision/queues");
+          const [sales, support] = await get<QueueFigures[]>("/supervision/queues");
           const [agent] = await get<AgentFigures[]>("/supervision/agents");
-          assert.ok(sales && agent, "the demo's queue sales and its agent 8001");
+          assert.ok(sales && support && agent, "the demo's queues sales, support, agent 8001");
           const agentNow = async () =>
             (await get<AgentFigures[]>("/supervision/agents")).find((a) => a.id === agent.id)!;
           /** Waits until the REST routes tell what a button did (`test` of the agent). */
@@ -973,10 +971,44 @@ Deno.test({
             );
             assert.equal(
               await page.text("sign-in-error"),
-              "bob is no supervisor: sign in as a CTI user whose supervision is enabled.",
+              "bob has no supervisor rights profile: sign in as a supervisor.",
             );
             assert.equal(await page.evaluate(`document.getElementById("board").hidden`), true);
             assert.equal(await page.evaluate(`sessionStorage.length`), 0, "no token kept");
+            await assertSignedOut(page, { cas: false, kerberos: false });
+
+            // --- sam, a supervisor of sales alone: sales and its agent; his profile widened, the
+            // board follows without a new sign-in; taken away, signed out saying why
+            const samToken = await loginTo(server, "login", "sam", "sam-demo");
+            const samGet = async <T>(path: string): Promise<T> =>
+              (await expectStatus(200, server, "GET", `${V2}${path}`, { token: samToken })).body;
+            const samExpected = async () => {
+              const { queues, agents, calls } = await restFigures(samGet);
+              return boardOf(queues, calls, agents);
+            };
+            const profiles = await get<{ userId: number; username: string }[]>("/rights/profiles");
+            const samId = profiles.find((profile) => profile.username === "sam")!.userId;
+            const tiles = `document.querySelectorAll("#tiles .tile").length`;
+            await page.signIn("sam", "sam-demo");
+            await page.shows("sam's board: sales alone", samExpected);
+            assert.equal(await page.evaluate(tiles), 1);
+            await expectStatus(200, server, "PUT", `${V2}/rights/profiles/${samId}`, {
+              token: ws,
+              body: { profile: "supervisor", queueIds: [sales.id, support.id], changeQueues: true },
+            });
+            await page.until("support's tile too", `${tiles} === 2`);
+            await page.shows("sam's board: both queues", samExpected);
+            await expectStatus(204, server, "DELETE", `${V2}/rights/profiles/${samId}`, {
+              token: ws,
+            });
+            await page.until(
+              "sam signed out",
+              `document.getElementById("sign-in-error").textContent.includes("sam")`,
+            );
+            assert.equal(
+              await page.text("sign-in-error"),
+              "sam has no supervisor rights profile: sign in as a supervisor.",
+            );
             await assertSignedOut(page, { cas: false, kerberos: false });
 
             await page.signIn("alice", "alice-demo");
@@ -1005,7 +1037,7 @@ Deno.test({
 
             await page.click(`${row} [data-action="queues"]`);
             await page.until("the queues dialog", `document.getElementById("queues-dialog").open`);
-            await page.click(`#member-${support.body.id}`); // joins support…
+            await page.click(`#member-${support.id}`); // joins support…
             await page.fill(`#queues-dialog-rows tr:nth-child(2) input[type="number"]`, "2");
             await page.click(`#member-${sales.id}`); // …and leaves sales
             await page.click(`#queues-dialog button[value="ok"]`);

@@ -17,21 +17,24 @@ Deno.test("the demo data set", async (t) => {
     return await response.json();
   };
 
-  await t.step("alice and bob log in and have SIP lines with 1001 and 1002", async () => {
-    for (const user of DEMO_USERS) {
-      const login = await postJson(ctx, "/svc/api/2.0/auth/login", {
-        login: user.username,
-        password: user.password,
-      });
-      assert.equal(login.status, 200);
-      await login.body?.cancel();
-    }
-    const summary = await get("/users?view=summary&order=firstname");
-    assert.deepEqual(
-      summary.items.map((u: Record<string, string>) => [u.firstname, u.extension, u.protocol]),
-      [["Alice", "1001", "sip"], ["Bob", "1002", "sip"]],
-    );
-  });
+  await t.step(
+    "alice, bob and sam log in and have SIP lines with 1001, 1002 and 1004",
+    async () => {
+      for (const user of DEMO_USERS) {
+        const login = await postJson(ctx, "/svc/api/2.0/auth/login", {
+          login: user.username,
+          password: user.password,
+        });
+        assert.equal(login.status, 200);
+        await login.body?.cancel();
+      }
+      const summary = await get("/users?view=summary&order=firstname");
+      assert.deepEqual(
+        summary.items.map((u: Record<string, string>) => [u.firstname, u.extension, u.protocol]),
+        [["Alice", "1001", "sip"], ["Bob", "1002", "sip"], ["Sam", "1004", "sip"]],
+      );
+    },
+  );
 
   await t.step(
     "queue sales (3000) with one agent, two call qualifications, a callback list",
@@ -49,10 +52,23 @@ Deno.test("the demo data set", async (t) => {
     },
   );
 
+  await t.step("rights profiles: alice an admin, sam a supervisor of sales alone", async () => {
+    const profiles = await ctx.app.request("/svc/api/2.0/rights/profiles", { headers });
+    assert.equal(profiles.status, 200);
+    const [sales] = (await get("/queues?name=sales")).items;
+    assert.deepEqual(
+      (await profiles.json()).map((
+        p: Record<string, unknown>,
+      ) => [p.username, p.profile, p.queueIds]),
+      [["alice", "admin", undefined], ["sam", "supervisor", [sales.id]]],
+    );
+    assert.equal((await get("/queues?name=support")).total, 1);
+  });
+
   await t.step("a second start adds nothing", async () => {
     const before = (await get("/users")).total;
     await prepareStore(ctx.services);
     assert.equal((await get("/users")).total, before);
-    assert.equal((await get("/queues")).total, 1);
+    assert.equal((await get("/queues")).total, 2);
   });
 });

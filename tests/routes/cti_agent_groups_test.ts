@@ -2,12 +2,15 @@
  * The agent group commands of the CTI socket (docs/cti.md, "Agent groups") over a real HTTP
  * server on loopback: `setAgentGroup` and the four commands changing the queues of a group's
  * agents, each checked against the queue members `/1.1/queues/{id}` shows and the `QueueMember`
- * messages of a socket following the members; the refusals of a plain CTI user and of a token
- * lacking a membership's ACL (nothing changed), unknown ids, missing and mistyped fields.
+ * messages of a socket following the members; the refusals of a CTI user without a rights profile
+ * and of a supervisor whose profile lacks a queue or the right to change queues (nothing changed),
+ * unknown ids, missing and mistyped fields.
  */
 import assert from "node:assert/strict";
 import { groupOfAgent } from "../../lib/agent_groups/store.ts";
 import { SETTLE_MS } from "../../lib/cti/supervision.ts";
+import { findUserByUsername } from "../../lib/store/users.ts";
+import { rightsAdmin } from "../helpers.ts";
 import { addAgent } from "../lib/platform/fixtures.ts";
 import { command, ofType, refusal, type World, world } from "./cti_center.ts";
 
@@ -55,23 +58,18 @@ Deno.test("a plain CTI user is refused every agent group command, and nothing ch
       toPenalty: 0,
     };
     const inQueue = { groupId: w.team, queueId: w.support, penalty: 0 };
-    const groupAcl = `svc.rest.supervision.agentgroups.${w.team}.update`;
-    const cases: [string, Record<string, unknown>, string][] = [
-      [
-        "setAgentGroup",
-        { agentId: w.fourth, groupId: w.team },
-        `svc.rest.supervision.agents.${w.fourth}.group.update`,
-      ],
-      ["addAgentsInGroup", fromTo, groupAcl],
-      ["moveAgentsInGroup", fromTo, groupAcl],
-      ["removeAgentGroupFromQueueGroup", { ...inQueue, queueId: w.queue.id }, groupAcl],
-      ["addAgentsNotInQueueFromGroupTo", inQueue, groupAcl],
+    const cases: [string, Record<string, unknown>][] = [
+      ["setAgentGroup", { agentId: w.fourth, groupId: w.team }],
+      ["addAgentsInGroup", fromTo],
+      ["moveAgentsInGroup", fromTo],
+      ["removeAgentGroupFromQueueGroup", { ...inQueue, queueId: w.queue.id }],
+      ["addAgentsNotInQueueFromGroupTo", inQueue],
     ];
-    for (const [name, fields, acl] of cases) {
+    for (const [name, fields] of cases) {
       pat.web(name, fields);
       assert.deepEqual(await refusal(pat, name), {
         error: "Forbidden",
-        message: `missing ACL ${acl}`,
+        message: "the user has no supervisor rights profile",
       }, name);
     }
     assert.deepEqual(await members(w), before);
@@ -238,7 +236,7 @@ Deno.test("the queues of a group's agents: add, move, remove, add those not in t
   }
 });
 
-Deno.test("the group commands' errors: unknown ids, fields; a membership's ACL missing", async () => {
+Deno.test("the group commands' errors: unknown ids, fields; a queue or right the profile lacks", async () => {
   const w = await teams();
   try {
     const before = await members(w);
@@ -280,25 +278,39 @@ Deno.test("the group commands' errors: unknown ids, fields; a membership's ACL m
     }
     assert.deepEqual(await members(w), before);
 
-    // a token that may change the group and add members, not remove them: a move is refused
-    // before anything changes, naming the first membership it lacks
-    const token = (await w.ctx.services.tokens.issue({
-      userId: "1",
-      login: "alice",
-      userType: "cti",
-      acls: [
-        "alias.ctiuser",
-        `svc.rest.supervision.agentgroups.${team}.update`,
-        "svc.rest.supervision.queues.*.agents.*.create",
-      ],
-    })).token;
-    const narrow = await w.open(token);
+    // a supervisor of the group and of support only: a move out of sales is refused before
+    // anything changes, and so is an add reading sales
+    const give = await rightsAdmin(w.ctx);
+    const pat = (await findUserByUsername(w.ctx.services.store, "pat"))!;
+    const narrow = await w.plain();
+    const notCovered = {
+      error: "Forbidden",
+      message: `queue ${sales} is not in the user's rights profile`,
+    };
+    await give(pat.id, {
+      profile: "supervisor",
+      groupIds: [team],
+      queueIds: [support],
+      changeQueues: true,
+    });
+    for (const name of ["moveAgentsInGroup", "addAgentsInGroup"]) {
+      narrow.web(name, fromTo({}));
+      assert.deepEqual(await refusal(narrow, name), notCovered, name);
+    }
+    // both queues, but not the right to change queues
+    await give(pat.id, { profile: "supervisor", groupIds: [team], queueIds: [sales, support] });
     narrow.web("moveAgentsInGroup", fromTo({}));
     assert.deepEqual(await refusal(narrow, "moveAgentsInGroup"), {
       error: "Forbidden",
-      message: `missing ACL svc.rest.supervision.queues.${sales}.agents.${w.agent.id}.delete`,
+      message: "the user's rights profile does not allow changing agents' queues",
     });
     assert.deepEqual(await members(w), before);
+    await give(pat.id, {
+      profile: "supervisor",
+      groupIds: [team],
+      queueIds: [sales, support],
+      changeQueues: true,
+    });
     // what it holds, it may do
     await command(narrow, "addAgentsInGroup", fromTo({}));
     assert.equal((await members(w)).support[w.agent.id], 0);

@@ -1,12 +1,14 @@
 /**
  * The call centre of the CTI socket's supervision tests: supervision_fixtures.ts's (alice 1001
  * whose agent 8001 is in queue sales 3000, bob 1002, carol 1003), a second queue `support` with
- * agent 8002, a supervisor `sam` and a plain CTI user `pat`, served on loopback; and the helpers
+ * agent 8002, a supervisor `sam` (an admin rights profile) and a plain CTI user `pat`, served on
+ * loopback; and the helpers
  * those tests share (tests/routes/cti_supervision_test.ts, cti_config_test.ts, cti_history_test.ts,
  * cti_agent_groups_test.ts).
  */
 import assert from "node:assert/strict";
 import { REFRESH_INTERVAL_MS } from "../../lib/cti/supervision.ts";
+import { adminProfile, setProfile } from "../../lib/rights/profiles.ts";
 import { addAgent } from "../lib/platform/fixtures.ts";
 import { confd, ctiUser, login } from "../helpers.ts";
 import { type Client, type Message, serve } from "./cti_fixtures.ts";
@@ -22,8 +24,7 @@ export async function world() {
   const second = await addAgent(t, "8002", support.id);
   const admin = await confd(ctx);
   const sam = await ctiUser(ctx, "sam");
-  const enabled = await admin.put(`/users/${sam.id}`, { supervision_enabled: true });
-  assert.equal(enabled.status, 204);
+  await setProfile(ctx.services.store, adminProfile(sam.id)); // every queue and agent
   await ctiUser(ctx, "pat"); // a plain CTI user
   const served = serve(ctx);
   const { open } = served;

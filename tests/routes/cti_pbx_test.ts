@@ -7,6 +7,7 @@
  * to act on), the socket staying open.
  */
 import assert from "node:assert/strict";
+import { adminProfile, type RightsProfileRecord, setProfile } from "../../lib/rights/profiles.ts";
 import type { AgentRecord } from "../../lib/store/agents.ts";
 import { getUser, type UserRecord } from "../../lib/store/users.ts";
 import { ctiUser, login } from "../helpers.ts";
@@ -43,8 +44,20 @@ interface World {
   socket(user: Name, acls: string[]): Promise<Client>;
 }
 
+/** A supervisor of `queueIds` who may listen and pause recordings. */
+const supervisorOf = (id: number, queueIds: number[]): RightsProfileRecord => ({
+  id,
+  profile: "supervisor",
+  queue_ids: queueIds,
+  group_ids: [],
+  incalls: [],
+  recording: true,
+  listen: true,
+  change_queues: false,
+});
+
 /**
- * alice 1001, bob 1002, carol 1003 (a supervisor), pat 1004, phones answering by hand; agent 8001
+ * alice 1001, bob 1002, carol 1003 (a supervisor of `support`, listening and recordings), pat 1004, phones answering by hand; agent 8001
  * of queue `support` 3001, bob's; a socket each, opened with a login's token.
  */
 async function withWorld(test: (w: World) => Promise<void>): Promise<void> {
@@ -57,11 +70,10 @@ async function withWorld(test: (w: World) => Promise<void>): Promise<void> {
       await sim!.setPolicy(EXTEN[name], { policy: "manual" });
       users[name] = (await getUser(store, id))!;
     }
-    const enabled = await f.api.put(`/users/${users.carol.id}`, { supervision_enabled: true });
-    assert.equal(enabled.status, 204);
     const agent = await f.api.create("/agents", { number: "8001" }) as AgentRecord;
     const queue = await f.api.create("/queues", { name: "support", number: "3001" });
     await f.api.put(`/queues/${queue.id}/members/agents/${agent.id}`, { penalty: 0 });
+    await setProfile(store, supervisorOf(users.carol.id, [queue.id]));
     const as = {} as Record<Name, Client>;
     for (const name of ["alice", "bob", "carol", "pat"] as const) {
       as[name] = await f.open(await login(f.ctx, "login", name));
@@ -166,26 +178,37 @@ Deno.test("listenAgent: the agent's call ending stops the listening", async () =
 
 Deno.test("listenAgent: refused to a plain CTI user, for an unknown, absent or idle agent, with bad fields", async () => {
   await withWorld(async (w) => {
-    const acl = `svc.rest.supervision.agents.${w.agent.id}.listen.create`;
     assert.match(
       await refused(w.as.pat, "listenAgent", { agentid: w.agent.id }, "Forbidden"),
-      new RegExp(acl),
+      /no supervisor rights profile/,
     );
     // the agent itself is no supervisor either
     await refused(w.as.bob, "listenAgent", { agentid: w.agent.id }, "Forbidden");
     await refused(w.as.carol, "listenAgent", {}, "BadRequest");
     await refused(w.as.carol, "listenAgent", { agentid: "8001" }, "BadRequest");
     await refused(w.as.carol, "listenAgent", { agentid: 1.5 }, "BadRequest");
-    await refused(w.as.carol, "listenAgent", { agentid: 9999 }, "AgentNotFound");
+    // an agent carol's profile does not cover: refused, whether it exists or not
+    await refused(w.as.carol, "listenAgent", { agentid: 9999 }, "Forbidden");
     await refused(w.as.carol, "listenAgent", { agentid: w.agent.id }, "NotLogged");
     await w.logIn();
     await refused(w.as.carol, "listenAgent", { agentid: w.agent.id }, "NoCall");
-    // a supervisor without a phone cannot listen
+    // an admin without a phone: every agent, yet no phone to listen with
     const sam = await ctiUser(w.f.ctx, "sam");
-    await w.f.api.put(`/users/${sam.id}`, { supervision_enabled: true });
+    await setProfile(w.f.ctx.services.store, adminProfile(sam.id));
     const samSocket = await w.f.open(await login(w.f.ctx, "login", "sam"));
+    await refused(samSocket, "listenAgent", { agentid: 9999 }, "AgentNotFound");
     await w.call("alice", "bob");
     await refused(samSocket, "listenAgent", { agentid: w.agent.id }, "NoLine");
+    // carol's profile without `listen`; then covering another queue only
+    const store = w.f.ctx.services.store;
+    await setProfile(store, { ...supervisorOf(w.users.carol.id, [w.queueId]), listen: false });
+    assert.match(
+      await refused(w.as.carol, "listenAgent", { agentid: w.agent.id }, "Forbidden"),
+      /may not listen/,
+    );
+    const other = await w.f.api.create("/queues", { name: "sales", number: "3002" });
+    await setProfile(store, supervisorOf(w.users.carol.id, [other.id]));
+    await refused(w.as.carol, "listenAgent", { agentid: w.agent.id }, "Forbidden");
     // nothing rang, and every socket is still open
     assert.equal(w.f.ctx.services.sim!.calls().length, 1);
     for (const client of [w.as.pat, w.as.carol, samSocket]) await done(client, "getAgentStates");
@@ -230,6 +253,16 @@ Deno.test("monitorPause, monitorUnpause: the agent's queue call's recording in i
     await w.as.bob.next(onCall("PAUSED"), "AgentOnCall, paused by the supervisor");
     await done(w.as.carol, "monitorUnpause", { agentid: w.agent.id });
     await w.as.bob.next(onCall("ACTIVE"), "AgentOnCall, resumed by the supervisor");
+    // a profile without `recording`, or not covering the agent, may not
+    const store = w.f.ctx.services.store;
+    await setProfile(store, { ...supervisorOf(w.users.carol.id, [w.queueId]), recording: false });
+    assert.match(
+      await refused(w.as.carol, "monitorPause", { agentid: w.agent.id }, "Forbidden"),
+      /does not allow recordings/,
+    );
+    await setProfile(store, supervisorOf(w.users.carol.id, []));
+    await refused(w.as.carol, "monitorPause", { agentid: w.agent.id }, "Forbidden");
+    assert.equal((await w.callOf("bob") as unknown as { record: string }).record, "active");
   });
 });
 
@@ -237,7 +270,7 @@ Deno.test("monitorPause, monitorUnpause: refusals leave the socket open and noth
   await withWorld(async (w) => {
     // alice has no agent; 9999 is none; bad ids
     await refused(w.as.alice, "monitorPause", {}, "AgentNotFound");
-    await refused(w.as.carol, "monitorPause", { agentid: 9999 }, "AgentNotFound");
+    await refused(w.as.carol, "monitorPause", { agentid: 9999 }, "Forbidden"); // not covered
     await refused(w.as.carol, "monitorUnpause", { agentid: "x" }, "BadRequest");
     await refused(w.as.carol, "monitorPause", { agentid: -1 }, "BadRequest");
     // the agent out, then on no call

@@ -2,15 +2,16 @@
  * Keeping a CTI session alive (lib/cti_session/, docs/cti.md "Keeping the session alive"), over a
  * real socket: `LineConfig` and `RightProfile` after the greeting, `LineConfig` on `getConfig` and
  * when the line changes, `AuthenticationToken` before the token expires (the socket then signed
- * in with it), `RightProfile` again when a renewal changes the user's rights, and `AgentError` for
- * the agent commands the agent's state refuses.
+ * in with it), `RightProfile` again when the user's rights profile changes (at once, no renewal
+ * needed), and `AgentError` for the agent commands the agent's state refuses.
  */
 import assert from "node:assert/strict";
+import { decodeJwt } from "jose";
 import { createAgent } from "../../lib/store/agents.ts";
 import { getLine } from "../../lib/store/lines.ts";
 import { linkUserAgent } from "../../lib/store/user_agents.ts";
 import { getUser } from "../../lib/store/users.ts";
-import { bearer, login } from "../helpers.ts";
+import { bearer, login, rightsAdmin } from "../helpers.ts";
 import {
   type Client,
   type Fixture,
@@ -90,10 +91,7 @@ Deno.test("LineConfig of a WebRTC SIP line on a device; of a user without a line
     assert.equal((await f.api.put(`/lines/${lineId}/endpoints/sip/${sip.id}`)).status, 204);
     const device = await f.api.create("/devices", { mac: "aa:bb:cc:00:11:22", vendor: "Yealink" });
     assert.equal((await f.api.put(`/lines/${lineId}/devices/${device.id}`)).status, 204);
-    assert.equal(
-      (await f.api.put(`/users/${alice.id}`, { supervision_enabled: true })).status,
-      204,
-    );
+    await (await rightsAdmin(f.ctx))(alice.id, { profile: "supervisor", listen: true });
     const client = await f.open(await login(f.ctx, "login", "alice"));
     const { line, rights } = await sessionGreeting(client);
     assert.deepEqual(line, {
@@ -107,7 +105,7 @@ Deno.test("LineConfig of a WebRTC SIP line on a device; of a user without a line
       sipProxyName: "default",
       password: "s3cret-sip", // a WebRTC line's browser registers with it
     });
-    assert.deepEqual(rights, { profile: "Supervisor", rights: [] });
+    assert.deepEqual(rights, { profile: "Supervisor", rights: ["listen"] });
 
     // a line that is no WebRTC line never shows its secret
     const plain = await f.api.create("/endpoints/sip", { username: "bob-sip", secret: "hidden" });
@@ -217,37 +215,58 @@ Deno.test("the token is renewed before it expires: AuthenticationToken, the sock
   }
 });
 
-Deno.test("sockets sharing a token get the same renewal; a renewal follows the user's rights", async () => {
+Deno.test("sockets sharing a token get the same renewal", async () => {
   const f = await fixture({ SVC_TOKEN_TTL: "600" });
   try {
-    const alice = await userWithLine(f.api, "alice", "1001");
+    await userWithLine(f.api, "alice", "1001");
     const token = await login(f.ctx, "login", "alice");
     const [one, two] = [await f.open(token), await f.open(token)];
-    for (const client of [one, two]) {
-      assert.equal((await sessionGreeting(client)).rights.profile, "NoRight");
-      client.web("subscribeToQueueStats");
-      assert.equal((await client.type("Error")).ctiMessage.error, "Forbidden");
-    }
-    // made a supervisor meanwhile: the renewed token carries alias.supervisor
-    assert.equal(
-      (await f.api.put(`/users/${alice.id}`, { supervision_enabled: true })).status,
-      204,
-    );
+    for (const client of [one, two]) await sessionGreeting(client);
     await f.ctx.clock.advance(300_000);
     const [first, second] = [
       (await one.type("AuthenticationToken")).ctiMessage,
       (await two.type("AuthenticationToken")).ctiMessage,
     ];
     assert.equal(first.token, second.token);
+    assert.deepEqual(decodeJwt(first.token as string).acls, ["alias.ctiuser"]);
+  } finally {
+    await f.close();
+  }
+});
+
+Deno.test("a change of rights profile reaches every socket of the user at once, no renewal needed", async () => {
+  const f = await fixture();
+  try {
+    const alice = await userWithLine(f.api, "alice", "1001");
+    const give = await rightsAdmin(f.ctx);
+    const token = await login(f.ctx, "login", "alice");
+    const [one, two] = [await f.open(token), await f.open(token)];
+    for (const client of [one, two]) {
+      assert.equal((await sessionGreeting(client)).rights.profile, "NoRight");
+      client.web("subscribeToQueueStats");
+      assert.deepEqual((await client.type("Error")).ctiMessage, {
+        error: "Forbidden",
+        message: "the user has no supervisor rights profile",
+        command: "subscribeToQueueStats",
+      });
+    }
+    await give(alice.id, { profile: "admin" });
     for (const client of [one, two]) {
       assert.deepEqual((await client.type("RightProfile")).ctiMessage, {
-        profile: "Supervisor",
-        rights: [],
+        profile: "Admin",
+        rights: ["recording", "listen", "changeQueues"],
       });
       const refusals = count(client, "Error");
-      client.web("subscribeToQueueStats"); // the socket's grants are the renewed token's
+      client.web("subscribeToQueueStats"); // the same token: the profile decides
       await settled(client);
       assert.equal(count(client, "Error"), refusals, JSON.stringify(client.messages.slice(-3)));
+    }
+    await give(alice.id, null);
+    for (const client of [one, two]) {
+      assert.deepEqual((await client.type("RightProfile")).ctiMessage, {
+        profile: "NoRight",
+        rights: [],
+      });
     }
   } finally {
     await f.close();

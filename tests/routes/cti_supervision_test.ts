@@ -2,58 +2,44 @@
  * The supervisors' commands of the CTI channel (docs/cti.md, "Supervision") over a real HTTP
  * server on loopback and Deno's own WebSocket client, on the simulator in virtual time: queue and
  * agent statistics, a queue's waiting calls, the lists, membership and control of other agents,
- * each now and live, each checked against `GET /supervision/…`; the refusals of a plain CTI user,
- * of a token holding only some of the ACLs, of bad and unknown ids.
+ * each now and live, each checked against `GET /supervision/…`; the refusals of a plain CTI user
+ * (no rights profile, whatever its token holds), of bad and unknown ids. A supervisor restricted
+ * to some queues: supervision_scope_test.ts.
  */
 import assert from "node:assert/strict";
+import { findUserByUsername } from "../../lib/store/users.ts";
 import { queueStatistics } from "../../lib/supervision/mod.ts";
 import { agentRefusal, command, named, ofType, refusal, settled, world } from "./cti_center.ts";
 import type { Message } from "./cti_fixtures.ts";
 
-Deno.test("a plain CTI user is refused every supervisor command, naming the REST route's ACL", async () => {
+Deno.test("a CTI user without a rights profile is refused every supervisor command", async () => {
   const w = await world();
   try {
     const pat = await w.plain();
     const { agent, queue } = w;
-    const cases: [string, Record<string, unknown>, string][] = [
-      ["subscribeToQueueStats", {}, "svc.rest.supervision.queues.read"],
-      ["subscribeToAgentStats", {}, "svc.rest.supervision.agents.read"],
-      [
-        "subscribeToQueueCalls",
-        { queueId: queue.id },
-        `svc.rest.supervision.queues.${queue.id}.calls.read`,
-      ],
-      ["getQueueStatistics", { queueId: queue.id }, "svc.rest.supervision.queues.read"],
-      ["getList", { objectType: "queue" }, "svc.rest.supervision.queues.read"],
-      ["getList", { objectType: "agent" }, "svc.rest.supervision.agents.read"],
-      ["getList", { objectType: "queuemember" }, "svc.rest.supervision.agents.read"],
-      [
-        "setAgentQueue",
-        { agentId: agent.id, queueId: queue.id, penalty: 1 },
-        `svc.rest.supervision.queues.${queue.id}.agents.${agent.id}.create`,
-      ],
-      [
-        "removeAgentFromQueue",
-        { agentId: agent.id, queueId: queue.id },
-        `svc.rest.supervision.queues.${queue.id}.agents.${agent.id}.delete`,
-      ],
-      ["pauseAgent", { agentid: agent.id }, `svc.rest.supervision.agents.${agent.id}.pause.create`],
-      [
-        "unpauseAgent",
-        { agentid: agent.id },
-        `svc.rest.supervision.agents.${agent.id}.unpause.create`,
-      ],
-      [
-        "agentLogout",
-        { agentid: agent.id },
-        `svc.rest.supervision.agents.${agent.id}.logout.create`,
-      ],
+    const cases: [string, Record<string, unknown>][] = [
+      ["subscribeToQueueStats", {}],
+      ["subscribeToAgentStats", {}],
+      ["subscribeToQueueCalls", { queueId: queue.id }],
+      ["getQueueStatistics", { queueId: queue.id }],
+      ["getList", { objectType: "queue" }],
+      ["getList", { objectType: "agent" }],
+      ["getList", { objectType: "queuemember" }],
+      ["getList", { objectType: "agentgroup" }],
+      ["getConfig", { objectType: "queue" }],
+      ["getAgentDirectory", {}],
+      ["setAgentQueue", { agentId: agent.id, queueId: queue.id, penalty: 1 }],
+      ["removeAgentFromQueue", { agentId: agent.id, queueId: queue.id }],
+      ["pauseAgent", { agentid: agent.id }],
+      ["unpauseAgent", { agentid: agent.id }],
+      ["agentLogout", { agentid: agent.id }],
+      ["getQueueCallHistory", { queue: queue.id, size: 5 }],
     ];
-    for (const [command, fields, acl] of cases) {
+    for (const [command, fields] of cases) {
       pat.web(command, fields);
       assert.deepEqual(await refusal(pat, command), {
         error: "Forbidden",
-        message: `missing ACL ${acl}`,
+        message: "the user has no supervisor rights profile",
       }, command);
     }
     // nothing was subscribed, nothing changed
@@ -68,21 +54,21 @@ Deno.test("a plain CTI user is refused every supervisor command, naming the REST
   }
 });
 
-Deno.test("a token holds what it holds: the queues' ACL alone gives the queues only", async () => {
+Deno.test("a CTI token's ACLs grant no supervision: only a rights profile does", async () => {
   const w = await world();
   try {
     const { tokens } = w.ctx.services;
+    const pat = (await findUserByUsername(w.ctx.services.store, "pat"))!;
     const token = (await tokens.issue({
-      userId: "1",
-      login: "alice",
+      userId: String(pat.id),
+      login: "pat",
       userType: "cti",
-      acls: ["alias.ctiuser", "svc.rest.supervision.queues.read"],
+      // what an earlier version's supervisor held, and the ACLs it stood for
+      acls: ["alias.ctiuser", "alias.supervisor", "svc.rest.supervision.#", "agentd.agents.read"],
     })).token;
     const narrow = await w.open(token);
     narrow.web("subscribeToQueueStats");
-    await narrow.type("QueueStatistics");
-    narrow.web("subscribeToAgentStats");
-    assert.equal((await refusal(narrow, "subscribeToAgentStats")).error, "Forbidden");
+    assert.equal((await refusal(narrow, "subscribeToQueueStats")).error, "Forbidden");
     narrow.web("subscribeToQueueCalls", { queueId: w.queue.id });
     assert.equal((await refusal(narrow, "subscribeToQueueCalls")).error, "Forbidden");
   } finally {

@@ -5,6 +5,7 @@
  * the user's calls are in cti_calls_test.ts.
  */
 import assert from "node:assert/strict";
+import { adminProfile, setProfile } from "../../lib/rights/profiles.ts";
 import { createAgent } from "../../lib/store/agents.ts";
 import { createContact } from "../../lib/store/contacts.ts";
 import { linkUserAgent } from "../../lib/store/user_agents.ts";
@@ -319,7 +320,7 @@ Deno.test("an agent logged on the user's line elsewhere becomes the socket's age
   }
 });
 
-Deno.test("a token denying an ACL refuses the command; agentd.agents.read shows every agent", async () => {
+Deno.test("a token denying an ACL refuses the command; an admin rights profile shows every agent", async () => {
   const f = await fixture();
   try {
     const alice = await userWithLine(f.api, "alice", "1001");
@@ -334,8 +335,10 @@ Deno.test("a token denying an ACL refuses the command; agentd.agents.read shows 
     const refusal = await denied.type("Error");
     assert.equal(refusal.ctiMessage.error, "Forbidden");
     assert.match(String(refusal.ctiMessage.message), /svc\.rest\.dnd\.alice\.create/);
+    // the token's ACLs grant no agent but the user's own on the socket: the profile does
+    await setProfile(store, adminProfile(alice.id));
     const supervisor = await f.open(
-      (await tokens.issue({ ...identity, acls: ["alias.ctiuser", "agentd.agents.read"] })).token,
+      (await tokens.issue({ ...identity, acls: ["alias.ctiuser"] })).token,
     );
     supervisor.web("subscribeToAgentEvents");
     supervisor.web("getAgentStates");

@@ -31,8 +31,10 @@ import {
   worst,
 } from "../../web/supervision/model.js";
 import { REFRESH_INTERVAL_MS, SupervisionFeed } from "../../lib/cti/supervision.ts";
+import { adminProfile, setProfile } from "../../lib/rights/profiles.ts";
 import type { AgentFigures, QueueFigures } from "../../lib/supervision/mod.ts";
 import { addAgent, phoneUser } from "../lib/platform/fixtures.ts";
+import { ctiUser } from "../helpers.ts";
 import { callCenter } from "../routes/supervision_fixtures.ts";
 
 const T0 = Date.UTC(2026, 0, 1, 9, 0, 0);
@@ -489,8 +491,12 @@ Deno.test("what the server's supervision feed sends builds the figures the REST 
     // each message with when it came, as the page takes them
     const sent: { at: number; message: { msgType: string; ctiMessage: unknown } }[] = [];
     const feed = new SupervisionFeed(ctx.services);
+    // an administrator's socket: every queue and agent
+    const admin = await ctiUser(ctx, "ada");
+    await setProfile(ctx.services.store, adminProfile(admin.id));
     const watcher = {
       sendText: (text: string) => sent.push({ at: ctx.clock.now(), message: JSON.parse(text) }),
+      user: admin,
     };
     await feed.followList(watcher, "queue");
     await feed.followList(watcher, "agent");

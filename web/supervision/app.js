@@ -139,6 +139,8 @@ class Connection {
       `${scheme}//${location.host}${API}/cti?token=${encodeURIComponent(token)}`,
     );
     this.retired = false;
+    /** Whether the greeting's `RightProfile` came. */
+    this.rightsSeen = false;
     this.heard = Date.now();
     /** @type {Set<number>} queues whose calls this socket follows */
     this.following = new Set();
@@ -180,6 +182,7 @@ class Connection {
     this.heard = Date.now();
     if (message.msgType === "LoggedOn") return this.#greeted();
     if (message.msgType === "Error") return refused(message.ctiMessage);
+    if (message.msgType === "RightProfile") return this.#rights(message.ctiMessage.profile);
     const changed = apply(board, message, Date.now());
     if (message.msgType === "QueueList" || message.msgType === "QueueConfig") {
       for (const id of board.queues.keys()) {
@@ -192,6 +195,19 @@ class Connection {
     // the day's counts moved: its curve may have
     if (message.msgType === "QueueStatistics") curveSoon(message.ctiMessage.queueId);
     if (changed) render();
+  }
+
+  /**
+   * The user's rights profile: sent after the greeting, and again when it changes. Without one
+   * the user is no supervisor; a change builds the board again from a new socket, which is sent
+   * what the new profile covers.
+   * @param {string} profile
+   */
+  #rights(profile) {
+    if (profile === "NoRight") return signOut(noSupervisor());
+    // the first comes with the greeting; a later one is a change
+    if (this.rightsSeen && connection === this) connect();
+    this.rightsSeen = true;
   }
 
   /** The lists first (names), then the figures; the old socket, if any, goes. */
@@ -257,13 +273,14 @@ async function reconnect() {
   connect();
 }
 
+/** What the page says of a user without a supervisor's rights profile. */
+const noSupervisor = () =>
+  `${session?.login ?? "This user"} has no supervisor rights profile: sign in as a supervisor.`;
+
 /** An `Error` of the channel. @param {{ error: string, message: string, command?: string }} error */
 function refused(error) {
   if (error.error === "Forbidden" && SUPERVISOR_COMMANDS.has(error.command ?? "")) {
-    return signOut(
-      `${session?.login ?? "This user"} is no supervisor: sign in as a CTI user whose ` +
-        "supervision is enabled.",
-    );
+    return signOut(noSupervisor());
   }
   notice(`${error.command ?? "The server"}: ${error.message}`);
 }

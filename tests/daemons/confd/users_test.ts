@@ -34,7 +34,7 @@ Deno.test("/1.1/users: create, read by id or uuid, update, delete", async (t) =>
     ) assert.equal(alice[field], null, field);
     assert.equal(alice.caller_id, '"Alice"');
     assert.equal(alice.enabled, true);
-    assert.equal(alice.supervision_enabled, false, "svc's default: no supervisor");
+    assert.equal(alice.supervision_enabled, true, "Wazo's default: the phone may be watched");
     assert.equal(alice.call_tranfer_enabled, true);
     assert.equal(alice.ring_seconds, 30);
     assert.equal(alice.simultaneous_calls, 5);
