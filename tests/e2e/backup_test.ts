@@ -130,18 +130,18 @@ async function fill(server: RunningServer): Promise<Fixture> {
     password: "crm-secret",
     acls: ["svc.rest.dial.#"],
   });
-  const support = await post("/1.1/queues", { name: "support", number: "3001" });
+  const hotline = await post("/1.1/queues", { name: "hotline", number: "3005" });
   await post("/1.1/agents", { number: "8002", firstname: "Carol" });
   await post("/1.1/call_qualifications", {
     name: "Support",
     sub_qualifications: [{ name: "Solved" }, { name: "Escalated" }],
   });
-  await post("/1.1/callback_lists", { name: "Support callbacks", queue_id: support.id });
+  await post("/1.1/callback_lists", { name: "Hotline callbacks", queue_id: hotline.id });
   await importUsers(
     server,
     admin,
     "firstname,lastname,username,password,line_protocol,context,exten\n" +
-      'Dave,=HYPERLINK("http://x"),dave,dave-pw,sip,default,1004\nEve,Roy,eve,eve-pw,,,\n',
+      'Dave,=HYPERLINK("http://x"),dave,dave-pw,sip,default,1014\nEve,Roy,eve,eve-pw,,,\n',
   );
   // CTI users: contacts, push tokens, a connection (kept with an expiry)
   const alice = await login(server, "login", "alice", "alice-demo");
