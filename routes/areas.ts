@@ -22,6 +22,7 @@ import { dndRoutes } from "./dnd.ts";
 import { eventRoutes } from "./events.ts";
 import { forwardRoutes } from "./forwards.ts";
 import { historyRoutes } from "./history.ts";
+import { meetingRoomRoutes } from "./meetingrooms.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
 import { presenceRoutes } from "./presences.ts";
 import { simRoutes } from "./sim.ts";
@@ -54,6 +55,7 @@ function apiV2Routes(services: Services) {
     ctiRoutes,
     supervisionRoutes,
     presenceRoutes,
+    meetingRoomRoutes,
   ];
   for (const routes of areas) v2.route("/", routes(services));
   // the control API of the simulator; on a real PBX people pick up their phones

@@ -1,7 +1,7 @@
 /**
  * `/1.1/extensions`: numbers in a context, `(exten, context)` unique. An extension a line holds
  * keeps to the context's user ranges when it changes (and the line's caller id number follows it),
- * and cannot be deleted.
+ * one a conference holds to its conference room ranges; neither can be deleted.
  */
 import * as z from "zod";
 import type { Services } from "../../lib/services.ts";
@@ -39,9 +39,13 @@ const extensionObject = () =>
 const schema = z.lazy(extensionObject);
 const updateSchema = z.lazy(() => extensionObject().partial());
 
-/** The API shape: `line` instead of `line_id`. */
-function view({ line_id, ...extension }: ExtensionRecord) {
-  return { ...extension, line: line_id === null ? null : { id: line_id } };
+/** The API shape: `line` and `conference` instead of their ids. */
+function view({ line_id, conference_id, ...extension }: ExtensionRecord) {
+  return {
+    ...extension,
+    line: line_id === null ? null : { id: line_id },
+    conference: conference_id == null ? null : { id: conference_id },
+  };
 }
 
 export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view>> = {
@@ -60,6 +64,7 @@ export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view
     const next = { ...current, ...check(updateSchema, body) };
     if (next.exten === current.exten && next.context === current.context) return next;
     await requireContext(tx, next.context);
+    if (current.conference_id != null) await requireConferenceRange(tx, next);
     const line = current.line_id === null ? null : await tx.get(lines, current.line_id);
     if (line?.user_ids.length) await requireUserRange(tx, next);
     // the line's caller id number may come from its first extension
@@ -69,6 +74,9 @@ export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view
   },
   beforeDelete(_tx, extension) {
     if (extension.line_id !== null) throw resourceError("Extension is associated with a Line");
+    if (extension.conference_id != null) {
+      throw resourceError("Extension is associated with a Conference");
+    }
     return Promise.resolve();
   },
   conflict(error) {
@@ -83,6 +91,37 @@ export async function requireUserRange(tx: Transaction, extension: ExtensionReco
   if (!context || !inRanges(extension.exten, context.user_ranges)) {
     throw resourceError(
       `Extension is outside the user ranges of its context ${
+        describe({ exten: extension.exten, context: extension.context })
+      }`,
+    );
+  }
+}
+
+/**
+ * A conference's extension: in an internal context, inside its conference room ranges (Wazo's
+ * rule); a pattern is not checked against the ranges.
+ */
+export async function requireConferenceRange(
+  tx: Transaction,
+  extension: ExtensionRecord,
+): Promise<void> {
+  const context = await tx.findBy(contexts, "name", extension.context);
+  if (!context) {
+    throw inputError("context", `Context was not found ${describe({ name: extension.context })}`);
+  }
+  if (context.type !== "internal") {
+    throw resourceError(
+      `Extension is in a context of type '${context.type}', not internal ${
+        describe({ exten: extension.exten, context: extension.context })
+      }`,
+    );
+  }
+  if (
+    !extension.exten.startsWith("_") &&
+    !inRanges(extension.exten, context.conference_room_ranges ?? [])
+  ) {
+    throw resourceError(
+      `Extension is outside the conference room ranges of its context ${
         describe({ exten: extension.exten, context: extension.context })
       }`,
     );
