@@ -3,6 +3,7 @@
  * clean-up of Chromium's processes.
  */
 import { readLines } from "../peers/process.ts";
+import { type RunningServer, startServer, withTempDir } from "./server.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -244,5 +245,34 @@ export async function withChromium<T>(use: (devtools: DevTools) => Promise<T>): 
     await reap(pgid, home);
     await child.status;
     await reading;
+  }
+}
+
+/**
+ * Runs `fn` with a demo server (its store in a temporary folder) that the page of `pageServer` may
+ * call (its origin in `SVC_CORS_ORIGINS`), `env` added; both servers are stopped after.
+ */
+export async function withDemoBehind(
+  pageServer: Deno.HttpServer<Deno.NetAddr>,
+  env: Record<string, string>,
+  fn: (server: RunningServer, pageOrigin: string) => Promise<void>,
+): Promise<void> {
+  const pageOrigin = `http://127.0.0.1:${pageServer.addr.port}`;
+  try {
+    await withTempDir(async (dir) => {
+      const server = await startServer({
+        SVC_KV: `${dir}/svc.kv`,
+        SVC_DEMO: "true",
+        SVC_CORS_ORIGINS: pageOrigin,
+        ...env,
+      });
+      try {
+        await fn(server, pageOrigin);
+      } finally {
+        await server.stop();
+      }
+    });
+  } finally {
+    await pageServer.shutdown();
   }
 }

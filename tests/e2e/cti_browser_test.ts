@@ -8,8 +8,13 @@
  */
 import assert from "node:assert/strict";
 import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
-import { startServer, withTempDir } from "./server.ts";
-import { CHROMIUM_WHY, type DevTools, servePage, withChromium } from "./chromium.ts";
+import {
+  CHROMIUM_WHY,
+  type DevTools,
+  servePage,
+  withChromium,
+  withDemoBehind,
+} from "./chromium.ts";
 
 /** How long the page may take from its first request to alice's hangup. */
 const PAGE_BUDGET_MS = 20_000;
@@ -121,51 +126,38 @@ Deno.test({
     await ensureDebianPackages(["chromium"], CHROMIUM_WHY);
     let svcUrl = "";
     const pageServer = servePage(() => page(pageScript(svcUrl)));
-    const pageOrigin = `http://127.0.0.1:${pageServer.addr.port}`;
-    try {
-      await withTempDir(async (dir) => {
-        const server = await startServer({
-          SVC_KV: `${dir}/svc.kv`,
-          SVC_DEMO: "true",
-          SVC_SIM_ANSWER_MS: "200",
-          SVC_SIM_TALK_MS: "500",
-          SVC_CORS_ORIGINS: pageOrigin,
-        });
-        try {
-          svcUrl = server.baseUrl;
-          const seen = await withChromium((devtools) => runPage(devtools, `${pageOrigin}/`));
-          const shown = JSON.stringify(seen);
-          assert.equal(seen.login, 200, shown);
-          assert.deepEqual(seen.errors, [], shown);
-          assert.equal(seen.messages[0], "LoggedOn", shown);
-          assert.deepEqual(
-            { username: seen.loggedOn?.username, phoneNumber: seen.loggedOn?.phoneNumber },
-            { username: "alice", phoneNumber: "1001" },
-          );
-          // the greeting: the configuration and the own phone's status come before any event
-          assert.deepEqual(seen.messages.slice(1, 3), ["UserConfigUpdate", "PhoneStatusUpdate"]);
-          assert.ok(seen.messages.includes("Pong"), shown);
-          const own = seen.phoneEvents.filter((event) => event.DN === "1001");
-          assert.deepEqual(
-            own.map((event) => event.eventType),
-            ["EventDialing", "EventEstablished", "EventReleased"],
-            shown,
-          );
-          for (const event of own) assert.equal(event.otherDN, "1002");
-          assert.equal(seen.close, "by the page", shown); // not closed by the server
+    await withDemoBehind(pageServer, {
+      SVC_SIM_ANSWER_MS: "200",
+      SVC_SIM_TALK_MS: "500",
+    }, async (server, pageOrigin) => {
+      svcUrl = server.baseUrl;
+      const seen = await withChromium((devtools) => runPage(devtools, `${pageOrigin}/`));
+      const shown = JSON.stringify(seen);
+      assert.equal(seen.login, 200, shown);
+      assert.deepEqual(seen.errors, [], shown);
+      assert.equal(seen.messages[0], "LoggedOn", shown);
+      assert.deepEqual(
+        { username: seen.loggedOn?.username, phoneNumber: seen.loggedOn?.phoneNumber },
+        { username: "alice", phoneNumber: "1001" },
+      );
+      // the greeting: the configuration and the own phone's status come before any event
+      assert.deepEqual(seen.messages.slice(1, 3), ["UserConfigUpdate", "PhoneStatusUpdate"]);
+      assert.ok(seen.messages.includes("Pong"), shown);
+      const own = seen.phoneEvents.filter((event) => event.DN === "1001");
+      assert.deepEqual(
+        own.map((event) => event.eventType),
+        ["EventDialing", "EventEstablished", "EventReleased"],
+        shown,
+      );
+      for (const event of own) assert.equal(event.otherDN, "1002");
+      assert.equal(seen.close, "by the page", shown); // not closed by the server
 
-          // what reached the server: the login's preflight and the upgrade
-          const requests = server.stderrLines.filter((line) => line.startsWith("{"))
-            .map((line) => JSON.parse(line)).filter((line) => line.msg === "request")
-            .map((r) => `${r.method} ${r.path} ${r.status}`);
-          assert.ok(requests.includes("OPTIONS /svc/api/2.0/auth/login 204"), requests.join("\n"));
-          assert.ok(requests.includes("GET /svc/api/2.0/cti 101"), requests.join("\n"));
-        } finally {
-          await server.stop();
-        }
-      });
-    } finally {
-      await pageServer.shutdown();
-    }
+      // what reached the server: the login's preflight and the upgrade
+      const requests = server.stderrLines.filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line)).filter((line) => line.msg === "request")
+        .map((r) => `${r.method} ${r.path} ${r.status}`);
+      assert.ok(requests.includes("OPTIONS /svc/api/2.0/auth/login 204"), requests.join("\n"));
+      assert.ok(requests.includes("GET /svc/api/2.0/cti 101"), requests.join("\n"));
+    });
   },
 });

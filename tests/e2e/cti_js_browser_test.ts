@@ -17,9 +17,15 @@
 import assert from "node:assert/strict";
 import jquery from "jquery/dist/jquery.min.js" with { type: "text" };
 import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
-import { startServer, withTempDir } from "./server.ts";
 import { login } from "./svc_http.ts";
-import { CHROMIUM_WHY, openTab, serveFiles, untilPage, withChromium } from "./chromium.ts";
+import {
+  CHROMIUM_WHY,
+  openTab,
+  serveFiles,
+  untilPage,
+  withChromium,
+  withDemoBehind,
+} from "./chromium.ts";
 
 /** What a row expects back: message types, none at all, or a refusal of the command. */
 type Expected = string[] | "none" | `Error ${string}` | `AgentError ${string}`;
@@ -281,76 +287,63 @@ Deno.test({
       "/driver.js": script(DRIVER),
     };
     const pageServer = serveFiles(() => files);
-    const pageOrigin = `http://127.0.0.1:${pageServer.addr.port}`;
-    try {
-      await withTempDir(async (dir) => {
-        const server = await startServer({
-          SVC_KV: `${dir}/svc.kv`,
-          SVC_DEMO: "true",
-          SVC_SIM_ANSWER_MS: "200",
-          SVC_SIM_TALK_MS: "0",
-          SVC_XUC_PATHS: "true",
-          SVC_CORS_ORIGINS: pageOrigin,
-        });
-        try {
-          // an agent group (id 1) for the group commands: the demo has none
-          const ws = await login(server, "webservice", "demo-ws", "demo-ws-secret");
-          const group = await fetch(`${server.baseUrl}/1.1/agentgroups`, {
-            method: "POST",
-            headers: { "Content-Type": "application/json", "X-Auth-Token": ws },
-            body: JSON.stringify({ name: "team" }),
-          });
-          assert.equal(group.status, 201, await group.text());
-          await withChromium(async (devtools) => {
-            const evaluate = await openTab(devtools, `${pageOrigin}/`);
-            await untilPage(evaluate, "window.runRow && window.Cti", "its scripts");
-            const signedIn = await evaluate(
-              `signIn(${JSON.stringify(server.baseUrl)}, "alice", "alice-demo")`,
-            ) as { status: number; greeting: string[]; functions: string[] };
-            assert.equal(signedIn.status, 200);
-            assert.deepEqual(signedIn.greeting.slice(0, 3), [
-              "LinkStatusUpdate",
-              "LoggedOn",
-              "UserConfigUpdate",
-            ]);
-            for (const type of ["LineConfig", "RightProfile"]) {
-              assert.ok(signedIn.greeting.includes(type), signedIn.greeting.join());
-            }
-            // the table calls every command function of the Cti under test
-            assert.equal(signedIn.functions.length, 66, signedIn.functions.join());
-            const called = new Set(TABLE.map((row) => row.fn));
-            assert.deepEqual(signedIn.functions.filter((fn) => !called.has(fn)), []);
-
-            const failures: string[] = [];
-            const pendingPassing: string[] = [];
-            const report: string[] = [];
-            for (const row of TABLE) {
-              const expectTypes = Array.isArray(row.expect) ? row.expect : [];
-              const outcome = await evaluate(
-                `runRow(${JSON.stringify(row.fn)}, ${JSON.stringify(row.args)}, ${
-                  JSON.stringify(row.until ?? null)
-                }, ${JSON.stringify(expectTypes)})`,
-              ) as Outcome;
-              const { ok, why } = verdict(row, outcome);
-              const name = `${row.fn}(${JSON.stringify(row.args).slice(1, -1)})`;
-              report.push(`${ok ? "ok  " : "FAIL"} ${row.pending ? "[pending] " : ""}${name}`);
-              if (row.pending && ok) pendingPassing.push(`${name} (${row.pending})`);
-              if (!row.pending && !ok) failures.push(`${name}: ${why}`);
-            }
-            console.log(`${real ? "the real cti.js" : "the stand-in"}:\n${report.join("\n")}`);
-            assert.deepEqual(failures, [], "rows expected to work");
-            assert.deepEqual(
-              pendingPassing,
-              [],
-              "pending rows that pass now: remove their pending mark",
-            );
-          });
-        } finally {
-          await server.stop();
-        }
+    await withDemoBehind(pageServer, {
+      SVC_SIM_ANSWER_MS: "200",
+      SVC_SIM_TALK_MS: "0",
+      SVC_XUC_PATHS: "true",
+    }, async (server, pageOrigin) => {
+      // an agent group (id 1) for the group commands: the demo has none
+      const ws = await login(server, "webservice", "demo-ws", "demo-ws-secret");
+      const group = await fetch(`${server.baseUrl}/1.1/agentgroups`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Auth-Token": ws },
+        body: JSON.stringify({ name: "team" }),
       });
-    } finally {
-      await pageServer.shutdown();
-    }
+      assert.equal(group.status, 201, await group.text());
+      await withChromium(async (devtools) => {
+        const evaluate = await openTab(devtools, `${pageOrigin}/`);
+        await untilPage(evaluate, "window.runRow && window.Cti", "its scripts");
+        const signedIn = await evaluate(
+          `signIn(${JSON.stringify(server.baseUrl)}, "alice", "alice-demo")`,
+        ) as { status: number; greeting: string[]; functions: string[] };
+        assert.equal(signedIn.status, 200);
+        assert.deepEqual(signedIn.greeting.slice(0, 3), [
+          "LinkStatusUpdate",
+          "LoggedOn",
+          "UserConfigUpdate",
+        ]);
+        for (const type of ["LineConfig", "RightProfile"]) {
+          assert.ok(signedIn.greeting.includes(type), signedIn.greeting.join());
+        }
+        // the table calls every command function of the Cti under test
+        assert.equal(signedIn.functions.length, 66, signedIn.functions.join());
+        const called = new Set(TABLE.map((row) => row.fn));
+        assert.deepEqual(signedIn.functions.filter((fn) => !called.has(fn)), []);
+
+        const failures: string[] = [];
+        const pendingPassing: string[] = [];
+        const report: string[] = [];
+        for (const row of TABLE) {
+          const expectTypes = Array.isArray(row.expect) ? row.expect : [];
+          const outcome = await evaluate(
+            `runRow(${JSON.stringify(row.fn)}, ${JSON.stringify(row.args)}, ${
+              JSON.stringify(row.until ?? null)
+            }, ${JSON.stringify(expectTypes)})`,
+          ) as Outcome;
+          const { ok, why } = verdict(row, outcome);
+          const name = `${row.fn}(${JSON.stringify(row.args).slice(1, -1)})`;
+          report.push(`${ok ? "ok  " : "FAIL"} ${row.pending ? "[pending] " : ""}${name}`);
+          if (row.pending && ok) pendingPassing.push(`${name} (${row.pending})`);
+          if (!row.pending && !ok) failures.push(`${name}: ${why}`);
+        }
+        console.log(`${real ? "the real cti.js" : "the stand-in"}:\n${report.join("\n")}`);
+        assert.deepEqual(failures, [], "rows expected to work");
+        assert.deepEqual(
+          pendingPassing,
+          [],
+          "pending rows that pass now: remove their pending mark",
+        );
+      });
+    });
   },
 });

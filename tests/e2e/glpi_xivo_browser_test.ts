@@ -16,8 +16,7 @@ import assert from "node:assert/strict";
 import jquery from "jquery/dist/jquery.min.js" with { type: "text" };
 import { DEMO_WEBSERVICE_USER } from "../../lib/demo.ts";
 import { ensureDebianPackages, skipWithoutPackages } from "../peers/debian.ts";
-import { startServer, withTempDir } from "./server.ts";
-import { CHROMIUM_WHY, openTab, untilPage, withChromium } from "./chromium.ts";
+import { CHROMIUM_WHY, openTab, untilPage, withChromium, withDemoBehind } from "./chromium.ts";
 
 const PLUGIN = Deno.env.get("SVC_TEST_GLPI_XIVO");
 const noChromium = await skipWithoutPackages(["chromium"], CHROMIUM_WHY);
@@ -136,142 +135,129 @@ Deno.test({
     await ensureDebianPackages(["chromium"], CHROMIUM_WHY);
     let svcUrl = "";
     const pageServer = serveGlpi(PLUGIN!, () => svcUrl);
-    const pageOrigin = `http://127.0.0.1:${pageServer.addr.port}`;
-    try {
-      await withTempDir(async (dir) => {
-        const server = await startServer({
-          SVC_KV: `${dir}/svc.kv`,
-          SVC_DEMO: "true",
-          SVC_SIM_ANSWER_MS: "300",
-          SVC_SIM_TALK_MS: "0",
-          SVC_XUC_PATHS: "true",
-          SVC_CORS_ORIGINS: pageOrigin,
+    await withDemoBehind(pageServer, {
+      SVC_SIM_ANSWER_MS: "300",
+      SVC_SIM_TALK_MS: "0",
+      SVC_XUC_PATHS: "true",
+    }, async (server, pageOrigin) => {
+      svcUrl = server.baseUrl;
+      /** svc's REST API as the demo's web service user (the simulator's control, a dial). */
+      const wsToken = async () => {
+        const response = await fetch(`${svcUrl}/svc/api/2.0/auth/webservice`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({
+            login: DEMO_WEBSERVICE_USER.login,
+            password: DEMO_WEBSERVICE_USER.password,
+          }),
         });
-        svcUrl = server.baseUrl;
-        /** svc's REST API as the demo's web service user (the simulator's control, a dial). */
-        const wsToken = async () => {
-          const response = await fetch(`${svcUrl}/svc/api/2.0/auth/webservice`, {
-            method: "POST",
-            headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({
-              login: DEMO_WEBSERVICE_USER.login,
-              password: DEMO_WEBSERVICE_USER.password,
-            }),
+        return (await response.json()).token as string;
+      };
+      await withChromium(async (devtools) => {
+        const evaluate = await openTab(devtools, `${pageOrigin}/`);
+        const state = async (expression: string) => await evaluate(expression);
+        await untilPage(
+          evaluate,
+          "window.xuc_obj && $('#xivo_agent_button').length",
+          "the panel",
+        );
+        // click-to-call icons come from the plugin's ajax lookup of the GLPI user's phone
+        await untilPage(
+          evaluate,
+          "$('#page .xivo_callto_link').length",
+          "a click-to-call icon",
+        );
+
+        // sign-in: the plugin's form, posted to /xuc/api/2.0/auth/login, then the socket
+        await evaluate("$('#xivo_agent_button').click()");
+        await untilPage(evaluate, "$('#xuc_username').length", "the login form");
+        await evaluate(`$('#xuc_username').val('alice'); $('#xuc_password').val('alice-demo');
+          $('#xuc_phoneNumber').val('1001'); $('#xuc_sign_in').click()`);
+        await untilPage(
+          evaluate,
+          "$('#xuc_fullname').text() === 'Alice Martin'",
+          "the user's name",
+        );
+        await untilPage(evaluate, "$('#xuc_phone_status').val() === '0'", "the phone's status");
+        assert.match(String(await state(`${SAVED}.bearerToken`)), /^ey/);
+
+        // click-to-call: the icon by the GLPI user dials bob's phone from alice's
+        await evaluate("$('#page .xivo_callto_link').first().click()");
+        await untilPage(evaluate, `${SAVED}.lastState === 'EventEstablished'`, "the call up");
+        assert.equal(await state(`${SAVED}.callerNum`), "1002");
+        // hang-up
+        await evaluate("$('#xuc_hangup').click()");
+        await untilPage(
+          evaluate,
+          `${SAVED}.lastState === 'EventReleased' || ${SAVED}.lastState === null`,
+          "the call ended",
+        );
+
+        // answer: bob calls alice, whose phone now rings until answered
+        const token = await wsToken();
+        const api = (method: string, path: string, body: unknown) =>
+          fetch(`${svcUrl}/svc/api/2.0${path}`, {
+            method,
+            headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+            body: JSON.stringify(body),
           });
-          return (await response.json()).token as string;
-        };
+        assert.equal(
+          (await api("PUT", "/sim/phones/1001/policy", { policy: "manual" })).status,
+          200,
+        );
+        // bob signed in (a dial is for a connected user), his phone calls alice
+        const bobLogin = await fetch(`${svcUrl}/xuc/api/2.0/auth/login`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json" },
+          body: JSON.stringify({ login: "bob", password: "bob-demo" }),
+        });
+        assert.equal(bobLogin.status, 200);
+        await bobLogin.body?.cancel();
+        const dialed = await api("POST", "/dial/number/bob", { destination: "1001" });
+        assert.equal(dialed.status, 200, await dialed.clone().text());
+        await untilPage(
+          evaluate,
+          `${SAVED}.lastState === 'EventRinging'`,
+          "alice's phone ringing",
+        );
+        const ringingName = await state(`${SAVED}.callerName`);
+        assert.equal(await state(`${SAVED}.callerNum`), "1002");
+        await evaluate("$('#xuc_answer').click()");
+        await untilPage(
+          evaluate,
+          `${SAVED}.lastState === 'EventEstablished'`,
+          "the call answered",
+        );
+
+        // the transfer button, the user status list, the caller's name
+        const transferShown = await state("$('#xuc_transfer').is(':visible')");
+        await evaluate(
+          "$('#transfer_phone_num').val('0612345678'); $('#xuc_transfer').click()",
+        );
+        let transferred = true;
         try {
-          await withChromium(async (devtools) => {
-            const evaluate = await openTab(devtools, `${pageOrigin}/`);
-            const state = async (expression: string) => await evaluate(expression);
-            await untilPage(
-              evaluate,
-              "window.xuc_obj && $('#xivo_agent_button').length",
-              "the panel",
-            );
-            // click-to-call icons come from the plugin's ajax lookup of the GLPI user's phone
-            await untilPage(
-              evaluate,
-              "$('#page .xivo_callto_link').length",
-              "a click-to-call icon",
-            );
-
-            // sign-in: the plugin's form, posted to /xuc/api/2.0/auth/login, then the socket
-            await evaluate("$('#xivo_agent_button').click()");
-            await untilPage(evaluate, "$('#xuc_username').length", "the login form");
-            await evaluate(`$('#xuc_username').val('alice'); $('#xuc_password').val('alice-demo');
-              $('#xuc_phoneNumber').val('1001'); $('#xuc_sign_in').click()`);
-            await untilPage(
-              evaluate,
-              "$('#xuc_fullname').text() === 'Alice Martin'",
-              "the user's name",
-            );
-            await untilPage(evaluate, "$('#xuc_phone_status').val() === '0'", "the phone's status");
-            assert.match(String(await state(`${SAVED}.bearerToken`)), /^ey/);
-
-            // click-to-call: the icon by the GLPI user dials bob's phone from alice's
-            await evaluate("$('#page .xivo_callto_link').first().click()");
-            await untilPage(evaluate, `${SAVED}.lastState === 'EventEstablished'`, "the call up");
-            assert.equal(await state(`${SAVED}.callerNum`), "1002");
-            // hang-up
-            await evaluate("$('#xuc_hangup').click()");
-            await untilPage(
-              evaluate,
-              `${SAVED}.lastState === 'EventReleased' || ${SAVED}.lastState === null`,
-              "the call ended",
-            );
-
-            // answer: bob calls alice, whose phone now rings until answered
-            const token = await wsToken();
-            const api = (method: string, path: string, body: unknown) =>
-              fetch(`${svcUrl}/svc/api/2.0${path}`, {
-                method,
-                headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-                body: JSON.stringify(body),
-              });
-            assert.equal(
-              (await api("PUT", "/sim/phones/1001/policy", { policy: "manual" })).status,
-              200,
-            );
-            // bob signed in (a dial is for a connected user), his phone calls alice
-            const bobLogin = await fetch(`${svcUrl}/xuc/api/2.0/auth/login`, {
-              method: "POST",
-              headers: { "Content-Type": "application/json" },
-              body: JSON.stringify({ login: "bob", password: "bob-demo" }),
-            });
-            assert.equal(bobLogin.status, 200);
-            await bobLogin.body?.cancel();
-            const dialed = await api("POST", "/dial/number/bob", { destination: "1001" });
-            assert.equal(dialed.status, 200, await dialed.clone().text());
-            await untilPage(
-              evaluate,
-              `${SAVED}.lastState === 'EventRinging'`,
-              "alice's phone ringing",
-            );
-            const ringingName = await state(`${SAVED}.callerName`);
-            assert.equal(await state(`${SAVED}.callerNum`), "1002");
-            await evaluate("$('#xuc_answer').click()");
-            await untilPage(
-              evaluate,
-              `${SAVED}.lastState === 'EventEstablished'`,
-              "the call answered",
-            );
-
-            // the transfer button, the user status list, the caller's name
-            const transferShown = await state("$('#xuc_transfer').is(':visible')");
-            await evaluate(
-              "$('#transfer_phone_num').val('0612345678'); $('#xuc_transfer').click()",
-            );
-            let transferred = true;
-            try {
-              await untilPage(
-                evaluate,
-                `${SAVED}.lastState === 'EventReleased'`,
-                "the transfer",
-                5_000,
-              );
-            } catch {
-              transferred = false;
-            }
-            const statuses = await state("$('#xuc_user_status option').length");
-            console.log(JSON.stringify({
-              transferButtonShown: transferShown,
-              transferEndedAlicesCall: transferred,
-              userStatusOptions: statuses,
-              callerNameOnRinging: ringingName ?? null,
-            }));
-            assert.equal(transferred, true, "directTransfer through the plugin's button");
-            assert.equal(statuses, 6, "XiVO's six presences in the user status list");
-            assert.equal(ringingName, "Bob Durand", "the caller's name (otherDName)");
-            const exceptions = devtools.pageLog.filter((line) => line.startsWith("exception"));
-            assert.deepEqual(exceptions, [], devtools.pageLog.join("\n"));
-          });
-        } finally {
-          await server.stop();
+          await untilPage(
+            evaluate,
+            `${SAVED}.lastState === 'EventReleased'`,
+            "the transfer",
+            5_000,
+          );
+        } catch {
+          transferred = false;
         }
+        const statuses = await state("$('#xuc_user_status option').length");
+        console.log(JSON.stringify({
+          transferButtonShown: transferShown,
+          transferEndedAlicesCall: transferred,
+          userStatusOptions: statuses,
+          callerNameOnRinging: ringingName ?? null,
+        }));
+        assert.equal(transferred, true, "directTransfer through the plugin's button");
+        assert.equal(statuses, 6, "XiVO's six presences in the user status list");
+        assert.equal(ringingName, "Bob Durand", "the caller's name (otherDName)");
+        const exceptions = devtools.pageLog.filter((line) => line.startsWith("exception"));
+        assert.deepEqual(exceptions, [], devtools.pageLog.join("\n"));
       });
-    } finally {
-      await pageServer.shutdown();
-    }
+    });
   },
 });

@@ -716,6 +716,12 @@ export class CallTracker {
       return;
     }
     call.failed = status === "BUSY" || status === "CONGESTION";
+    if (status === "NOANSWER") {
+      // the ring timeout: released now, not at its Hangup, which Asterisk may send after the
+      // caller's dialplan went on (to a voicemail that answers)
+      const leg = this.#channels.get(event.get("DestUniqueid") ?? "")?.leg;
+      if (leg && !leg.ended && leg.state === "ringing") this.#release(leg);
+    }
     const dest = deviceOf(event.get("DestChannel") ?? "");
     const toPhone = dest !== null && this.ctx.dir().phoneOfInterface(dest) !== null;
     if (status === "ANSWER" && !toPhone && call.origin && !call.established) {

@@ -154,25 +154,22 @@ async function raised(run: () => Promise<unknown>): Promise<string> {
   return "nothing";
 }
 
+/** The client with alice's token, as a login gives it, and with a web service user's (`calld.#`). */
+async function aliceAndAdmin(w: Awaited<ReturnType<typeof calldWorld>>) {
+  const { tokens } = w.t.ctx.services;
+  const issued = (userId: string, login: string, userType: "cti" | "webservice", acls: string[]) =>
+    tokens.issue({ userId, login, userType, acls }).then(({ token }) =>
+      wazoCalldClient(w.t.ctx, token)
+    );
+  return {
+    alice: await issued(String(w.alice.id), w.alice.username!, "cti", ["alias.ctiuser"]),
+    admin: await issued("0", "crm", "webservice", ["calld.#"]),
+  };
+}
+
 Deno.test("wazo-calld-client: a user's call, held, recorded, DTMF, muted, transferred, hung up", async () => {
   const w = await calldWorld();
-  const token = async (user: typeof w.alice) =>
-    (await w.t.ctx.services.tokens.issue({
-      userId: String(user.id),
-      login: user.username!,
-      userType: "cti",
-      acls: ["alias.ctiuser"],
-    })).token;
-  const alice = wazoCalldClient(w.t.ctx, await token(w.alice));
-  const admin = wazoCalldClient(
-    w.t.ctx,
-    (await w.t.ctx.services.tokens.issue({
-      userId: "0",
-      login: "crm",
-      userType: "webservice",
-      acls: ["calld.#"],
-    })).token,
-  );
+  const { alice, admin } = await aliceAndAdmin(w);
 
   const call = await alice.calls.make_call_from_user("1002", { ticket: "T-1" });
   assert.equal(call.user_uuid, w.alice.uuid);
@@ -215,22 +212,7 @@ Deno.test("wazo-calld-client: a user's call, held, recorded, DTMF, muted, transf
 
 Deno.test("wazo-calld-client: two calls of the host merged, then the conference deleted: every call ends", async () => {
   const w = await calldWorld();
-  const token = (await w.t.ctx.services.tokens.issue({
-    userId: String(w.alice.id),
-    login: w.alice.username!,
-    userType: "cti",
-    acls: ["alias.ctiuser"],
-  })).token;
-  const alice = wazoCalldClient(w.t.ctx, token);
-  const admin = wazoCalldClient(
-    w.t.ctx,
-    (await w.t.ctx.services.tokens.issue({
-      userId: "0",
-      login: "crm",
-      userType: "webservice",
-      acls: ["calld.#"],
-    })).token,
-  );
+  const { alice, admin } = await aliceAndAdmin(w);
   /** alice calls `extension`, both phones answer: alice's leg and the callee's. */
   const call = async (extension: string, callee: typeof w.bob) => {
     const mine = await alice.calls.make_call_from_user(extension);

@@ -34,3 +34,23 @@ Deno.test("Asterisk (replay of 27-conference, bob's hang-up before alice's): the
   };
   check(scenario, await onAsterisk(scenario, { rewrite }));
 });
+
+Deno.test("Asterisk (replay of 37-voicemail, bob's hang-up after the voicemail answered): the same events", async () => {
+  // Dial's ring timeout hangs bob's phone up on a thread of its own: its Hangup may come after
+  // alice's dialplan reached the voicemail (seen live). bob is released at the DialEnd.
+  const scenario = SCENARIOS.find((one) => one.transcript === "37-voicemail")!;
+  const rewrite = (records: RecordLine[]) => {
+    const bob = records.findIndex((record) =>
+      record.dir === "recv" && record.data.startsWith("Event: Hangup\r\n") &&
+      record.data.includes("Channel: PJSIP/bob-")
+    );
+    const voicemail = records.findIndex((record) =>
+      record.dir === "recv" && record.data.includes("Application: VoiceMail\r\n")
+    );
+    assert.ok(bob !== -1 && voicemail > bob, "the recording has bob's hang-up first");
+    const [moved] = records.splice(bob, 1);
+    records.splice(voicemail, 0, moved!);
+    return records;
+  };
+  check(scenario, await onAsterisk(scenario, { rewrite }));
+});
