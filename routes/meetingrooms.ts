@@ -24,7 +24,7 @@ import {
   temporaryRoom,
   updateMeeting,
 } from "../lib/meetingrooms/rooms.ts";
-import { requireVideo, videoToken } from "../lib/meetingrooms/video.ts";
+import { NO_VIDEO, videoConfigured, videoToken } from "../lib/meetingrooms/video.ts";
 import type { MeetingRecord } from "../lib/store/meetings.ts";
 import { getUser, type UserRecord } from "../lib/store/users.ts";
 
@@ -81,11 +81,18 @@ const tokenSchema = z.lazy(() =>
     displayName: z.string(),
     number: z.string().nullable().meta({ description: "Dialled to join by phone" }),
     userPin: z.string().nullable().meta({ description: "Asked before joining by phone" }),
-    token: z.string().meta({ description: "The video (Jitsi) JWT" }),
-    jitsiDomain: z.string(),
-    jitsiRoom: z.string(),
-    url: z.string(),
-    expiresAt: z.int().meta({ description: "When the token expires (ms since the epoch)" }),
+    token: z.string().nullable().meta({
+      description: "The video (Jitsi) JWT; null when no video is configured (see `video`)",
+    }),
+    jitsiDomain: z.string().nullable(),
+    jitsiRoom: z.string().nullable(),
+    url: z.string().nullable(),
+    expiresAt: z.int().nullable().meta({
+      description: "When the token expires (ms since the epoch)",
+    }),
+    video: z.string().nullable().meta({
+      description: "Why there is no video token (no `SVC_JITSI_*` settings); null when there is",
+    }),
   })
 );
 
@@ -175,18 +182,21 @@ export function meetingRoomRoutes(services: Services): Hono<AppEnv> {
     },
     videoRoom: string,
   ) => {
-    const video = await videoToken(config, videoRoom, await tokenUser(c), clock.now());
+    const video = videoConfigured(config)
+      ? await videoToken(config, videoRoom, await tokenUser(c), clock.now())
+      : null;
     return c.json({
       roomType: room.type,
       id: room.id,
       displayName: room.name,
       number: room.number,
       userPin: room.pin,
-      token: video.token,
-      jitsiDomain: video.domain,
-      jitsiRoom: video.room,
-      url: video.url,
-      expiresAt: video.expiresAt,
+      token: video?.token ?? null,
+      jitsiDomain: video?.domain ?? null,
+      jitsiRoom: video?.room ?? null,
+      url: video?.url ?? null,
+      expiresAt: video?.expiresAt ?? null,
+      video: video ? null : NO_VIDEO,
     });
   };
   const roomErrors = {
@@ -196,10 +206,7 @@ export function meetingRoomRoutes(services: Services): Hono<AppEnv> {
     400: "`InvalidMeetingRoom`: a field is wrong (the number outside its range, a PIN not digits)",
     409: "`MeetingRoomNumberTaken`, `NoMeetingRoomNumberLeft`",
   };
-  const tokenErrors = {
-    409: "`MeetingRoomFull`",
-    503: "`VideoNotConfigured`: no `SVC_JITSI_*` settings",
-  };
+  const tokenErrors = { 409: "`MeetingRoomFull`" };
 
   return new Hono<AppEnv>()
     .get(
@@ -313,7 +320,6 @@ export function meetingRoomRoutes(services: Services): Hono<AppEnv> {
         const room = (await allRooms(store)).find((room) => room.id === conferenceRoomId(id));
         if (!room) throw notFound(raw);
         return await answered(async () => {
-          requireVideo(config);
           await notFull(room);
           return await token(c, { ...room, id }, room.id);
         });
@@ -330,7 +336,6 @@ export function meetingRoomRoutes(services: Services): Hono<AppEnv> {
         const id = c.req.param("roomId") ?? "";
         return await answered(async () => {
           const room = await ownRoom(store, userId(c), id);
-          requireVideo(config);
           return await token(c, { ...room, type: "personal" }, room.id);
         });
       }),
@@ -357,7 +362,6 @@ export function meetingRoomRoutes(services: Services): Hono<AppEnv> {
           );
         }
         return await answered(async () => {
-          requireVideo(config);
           const expiresMs = clock.now() + config.jitsiTokenTtl * 1000;
           const room = await temporaryRoom(services, name, expiresMs);
           return await token(c, { ...room, type: "temporary" }, name);

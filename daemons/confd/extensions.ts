@@ -8,6 +8,7 @@ import type { Services } from "../../lib/services.ts";
 import { type ContextRecord, contexts, inRanges } from "../../lib/store/contexts.ts";
 import { followMainUserIn, lines, sameCallerId } from "../../lib/store/lines.ts";
 import { EXTEN_PATTERN, type ExtensionRecord, extensions } from "../../lib/store/extensions.ts";
+import { meetings } from "../../lib/store/meetings.ts";
 import type { Transaction } from "../../lib/store/records.ts";
 import { check, fields } from "./body.ts";
 import { type Resource, resourceRoutes } from "./crud.ts";
@@ -58,12 +59,14 @@ export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view
   async create(tx, body, id) {
     const input = check(schema, body);
     await requireContext(tx, input.context);
+    await requireNoMeeting(tx, input);
     return { id, enabled: true, line_id: null, ...input };
   },
   async update(tx, current, body) {
     const next = { ...current, ...check(updateSchema, body) };
     if (next.exten === current.exten && next.context === current.context) return next;
     await requireContext(tx, next.context);
+    await requireNoMeeting(tx, next);
     if (current.conference_id != null) await requireConferenceRange(tx, next);
     const line = current.line_id === null ? null : await tx.get(lines, current.line_id);
     if (line?.user_ids.length) await requireUserRange(tx, next);
@@ -84,6 +87,13 @@ export const extensionResource: Resource<ExtensionRecord, ReturnType<typeof view
     return alreadyExists("Extension", { exten, context });
   },
 };
+
+/** A meeting room's number is no extension's (docs/meetingrooms.md): the room holds it. */
+async function requireNoMeeting(tx: Transaction, extension: { exten: string; context: string }) {
+  if (await tx.findBy(meetings, "number", [extension.context, extension.exten])) {
+    throw alreadyExists("Extension", { exten: extension.exten, context: extension.context });
+  }
+}
 
 /** A line with users takes only extensions inside the user ranges of their context. */
 export async function requireUserRange(tx: Transaction, extension: ExtensionRecord): Promise<void> {

@@ -30,15 +30,9 @@ type VideoSettings = Pick<
 export const videoConfigured = (config: VideoSettings) =>
   config.jitsiDomain !== null && config.jitsiAppId !== null && config.jitsiSecret !== null;
 
-/** Refuses (`no_video`) when no video token can be made. */
-export function requireVideo(config: VideoSettings): void {
-  if (!videoConfigured(config)) {
-    throw new RoomRefusal(
-      "no_video",
-      "no video token is configured: set SVC_JITSI_DOMAIN, SVC_JITSI_APP_ID and SVC_JITSI_SECRET",
-    );
-  }
-}
+/** What the token routes say in place of a video token when none can be made. */
+export const NO_VIDEO =
+  "no video token is configured: set SVC_JITSI_DOMAIN, SVC_JITSI_APP_ID and SVC_JITSI_SECRET";
 
 /**
  * A token for `user` to join the video room `room` (lowercase: Jitsi's room names are).
@@ -52,7 +46,7 @@ export async function videoToken(
   user: { id: string; name: string },
   now: number,
 ): Promise<VideoToken> {
-  requireVideo(config);
+  if (!videoConfigured(config)) throw new RoomRefusal("no_video", NO_VIDEO);
   const name = room.toLowerCase();
   const expiresAt = now + config.jitsiTokenTtl * 1000;
   const token = await new SignJWT({

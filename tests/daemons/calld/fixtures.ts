@@ -20,8 +20,9 @@ export interface CalldWorld {
   act(extension: string, action: "answer" | "reject" | "hangup" | "hold" | "resume"): Promise<void>;
 }
 
-export async function calldWorld(): Promise<CalldWorld> {
-  const t = await simSetup();
+/** The world; `env` adds settings. */
+export async function calldWorld(env: Record<string, string> = {}): Promise<CalldWorld> {
+  const t = await simSetup(env);
   const alice = await phoneUser(t, "alice", "1001", { lastname: "Liddell" });
   const bob = await phoneUser(t, "bob", "1002");
   const carol = await phoneUser(t, "carol", "1003");
