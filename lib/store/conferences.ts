@@ -38,7 +38,7 @@ export function buildConference(id: number, input: Partial<Omit<ConferenceRecord
     id,
     name: null,
     preprocess_subroutine: null,
-    max_users: 0,
+    max_users: 50, // Wazo's default
     record: false,
     pin: null,
     admin_pin: null,
