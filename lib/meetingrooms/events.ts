@@ -8,7 +8,9 @@
  * - xuc's conference messages to the CTI sockets of the room's members: the member whose phone
  *   joined gets `ConferenceEvent` `Join` (every participant), the others `ConferenceParticipantEvent`
  *   `Join`; leaving, `ConferenceEvent` `Leave` and `ConferenceParticipantEvent` `Leave`; muted,
- *   unmuted, talking or not: `ConferenceParticipantEvent` `Update` to every member.
+ *   unmuted, talking or not: `ConferenceParticipantEvent` `Update` to every member. A member's
+ *   `ConferenceParticipantEvent` carries its own call's `uniqueId` and number (xuc's clients find
+ *   the room by the call), the participant concerned in its other fields.
  * - A temporary room left empty after its tokens expired is deleted.
  */
 import type { CoreServices } from "../core_services.ts";
@@ -126,13 +128,16 @@ function conferenceNotices(
     });
   }
   const eventType = event.event === "joined" ? "Join" : event.event === "left" ? "Leave" : "Update";
-  const members = new Set(event.participants.map((p) => p.username).filter(Boolean));
-  for (const username of members) {
-    if (username === own) continue;
+  // each member's client finds the room by its own call in it (its `uniqueId`, as xuc's do)
+  const told = new Set<string>();
+  for (const member of event.participants) {
+    const username = member.username;
+    if (!username || username === own || told.has(username)) continue;
+    told.add(username);
     to(username, "ConferenceParticipantEvent", {
       eventType,
-      uniqueId: participant.callId,
-      phoneNumber: number,
+      uniqueId: member.callId,
+      phoneNumber: member.number,
       conferenceNumber: number,
       ...shown(participant, index, owners, username, now),
     });
