@@ -12,7 +12,7 @@ import { ApiError } from "../lib/errors.ts";
 import { type AppEnv, readJson } from "../lib/http.ts";
 import { operation } from "../lib/openapi/operation.ts";
 import type { Services } from "../lib/services.ts";
-import { conferenceRoomId, type RoomConfig } from "../lib/platform/rooms.ts";
+import { apiRoomId, conferenceRoomId, type RoomConfig } from "../lib/platform/rooms.ts";
 import { allRooms } from "../lib/meetingrooms/lookup.ts";
 import { RoomRefusal } from "../lib/meetingrooms/refusal.ts";
 import {
@@ -299,7 +299,7 @@ export function meetingRoomRoutes(services: Services): Hono<AppEnv> {
       }), async (c) => {
         const rooms = (await allRooms(store)).filter((room) => room.type === "static");
         return c.json(rooms.map((room) => ({
-          id: Number(room.id.slice("conference-".length)),
+          id: apiRoomId(room.id),
           roomType: "static",
           displayName: room.name,
           number: room.number,

@@ -89,7 +89,8 @@ export interface RoomParticipantMessage {
   ctiMessage: {
     eventType: "Join" | "Leave";
     roomType: "static" | "personal" | "temporary";
-    roomId: string;
+    /** As the APIs name the room: a conference's id (static), else the meeting's uuid. */
+    roomId: number | string;
     roomNumber: string | null;
     roomName: string;
     /** The participant's call: the call daemon's participant id. */

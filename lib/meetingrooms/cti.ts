@@ -13,7 +13,7 @@ import * as z from "zod";
 import { CALL_ACLS, runAdhocConferenceCommand } from "../cti/call_commands.ts";
 import { ctiCommand, type CtiCommandContext, type CtiFamily } from "../cti/command_set.ts";
 import { type ConferenceMemberCommand, conferenceMemberFields } from "../cti/commands.ts";
-import type { RoomConfig, RoomParticipant } from "../platform/rooms.ts";
+import { apiRoomId, type RoomConfig, type RoomParticipant } from "../platform/rooms.ts";
 import { getLine } from "../store/lines.ts";
 import { getUser } from "../store/users.ts";
 import { roomOfId, roomOfNumber } from "./lookup.ts";
@@ -76,7 +76,7 @@ async function roomCommand(
 ): Promise<void> {
   const { platform } = c.services;
   const { participants } = await roomState(platform, room.id);
-  const meeting = room.id.slice("meeting-".length);
+  const meeting = String(apiRoomId(room.id));
   if (name === "conferenceMuteMe" || name === "conferenceUnmuteMe") {
     const own = ownParticipant(c, room, participants);
     const on = name === "conferenceMuteMe";

@@ -17,7 +17,7 @@ import type { CoreServices } from "../core_services.ts";
 import type { CtiNotice, RoomMessage } from "../events/messages.ts";
 import type { ConferenceParticipant } from "../cti/messages.ts";
 import type { PlatformEvent } from "../platform/port.ts";
-import type { RoomEvent, RoomParticipant } from "../platform/rooms.ts";
+import { apiRoomId, type RoomEvent, type RoomParticipant } from "../platform/rooms.ts";
 import { allRooms } from "./lookup.ts";
 import { purgeTemporaryRooms } from "./rooms.ts";
 
@@ -56,7 +56,7 @@ export function roomMessage(event: RoomEvent): RoomMessage {
       ctiMessage: {
         eventType: event.event === "joined" ? "Join" : "Leave",
         roomType: event.roomType,
-        roomId: event.roomId,
+        roomId: apiRoomId(event.roomId),
         roomNumber: event.roomNumber,
         roomName: event.roomName,
         uniqueId: participant.callId,

@@ -44,6 +44,12 @@ export interface RoomConfig {
 export const conferenceRoomId = (id: number) => `conference-${id}`;
 export const meetingRoomId = (id: string) => `meeting-${id}`;
 
+/** The id the APIs name the room `roomId` by: a conference's number id, else a meeting's uuid. */
+export const apiRoomId = (roomId: string): number | string =>
+  roomId.startsWith("conference-")
+    ? Number(roomId.slice("conference-".length))
+    : roomId.slice("meeting-".length);
+
 /**
  * The rooms of the configuration: every conference (its number: its enabled extension's, if any)
  * and every meeting, in that order.

@@ -452,3 +452,65 @@ Deno.test("a wrong PIN is refused three times, then the room hangs up", async ()
   await w.join(w.bob, room.number, "1234");
   assert.deepEqual(await inRoom(w, `meeting-${room.id}`), [["bob", false]]);
 });
+
+Deno.test("joins and leaves are RoomParticipantEvents on eventUrl and the event feed", async () => {
+  const posted: {
+    username: string;
+    message: { msgType: string; ctiMessage: Record<string, unknown> };
+  }[] = [];
+  const receiver = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    async (request) => {
+      posted.push(await request.json());
+      return new Response(null, { status: 200 });
+    },
+  );
+  try {
+    const w = await roomsWorld({ SVC_EVENT_URL: `http://127.0.0.1:${receiver.addr.port}/events` });
+    const { services } = w.t.ctx;
+    const feed: string[] = [];
+    const stop = services.feed.subscribeAll((entries) =>
+      feed.push(...entries.map((entry) => entry.event.message.msgType))
+    );
+    const room = await alicesRoom(w, { userPin: "1234" });
+    await w.join(w.bob, room.number, "1234");
+    await w.join(w.carol, room.number, "1234");
+    await w.act("1002", "hangup");
+    await services.events.deliverDue();
+    const rooms = posted.filter((event) => event.message.msgType === "RoomParticipantEvent");
+    assert.deepEqual(
+      rooms.map((event) => [
+        event.username,
+        event.message.ctiMessage.eventType,
+        event.message.ctiMessage.participants,
+      ]),
+      [["bob", "Join", 1], ["carol", "Join", 2], ["bob", "Leave", 1]],
+    );
+    assert.deepEqual(
+      Object.keys(rooms[0]!.message.ctiMessage).sort(),
+      [
+        "callerIdName",
+        "callerIdNum",
+        "eventType",
+        "linkedId",
+        "participants",
+        "roomId",
+        "roomName",
+        "roomNumber",
+        "roomType",
+        "uniqueId",
+        "username",
+      ],
+    );
+    assert.deepEqual(
+      [rooms[0]!.message.ctiMessage.roomId, rooms[0]!.message.ctiMessage.roomNumber],
+      [room.id, room.number],
+    );
+    assert.equal(feed.filter((type) => type === "RoomParticipantEvent").length, 3);
+    stop();
+    services.feed.close();
+    await services.events.close();
+  } finally {
+    await receiver.shutdown();
+  }
+});
