@@ -56,8 +56,9 @@
  *   the bridge profile `svc-room-<room id>-bridge` (`max_members`: ConfBridge refuses one more
  *   participant, playing `conf-locked`) and the user profile `svc-room-<room id>-user`. Its PIN is
  *   set on the channel before `ConfBridge` (`CONFBRIDGE(user,template)` copies the room's profile
- *   into the channel's own, then `CONFBRIDGE(user,pin)`; a channel's own profile replaces the named
- *   one): ConfBridge asks it (`conf-getpin`, digits then `#`), three tries, then plays
+ *   into the channel's own, then `CONFBRIDGE(user,pin)`), and `ConfBridge` then names no user
+ *   profile: a named one replaces the channel's own, and no PIN is asked (seen on Asterisk 22).
+ *   ConfBridge asks it (`conf-getpin`, digits then `#`), three tries, then plays
  *   `conf-invalidpin` and hangs up. svc's invitation (`svc-room-invite`) names the profiles without
  *   setting a PIN.
  */
@@ -814,7 +815,10 @@ function roomEntry(room: RoomConfig & { number: string }): string[] {
       ` same => n,Set(CONFBRIDGE(user,template)=${userProfile(room)})`,
       ` same => n,Set(CONFBRIDGE(user,pin)=${room.pin})`,
     ]),
-    ` same => n,ConfBridge(svc-room:${room.id},${bridgeProfile(room)},${userProfile(room)})`,
+    // with a PIN, no user profile named: a named one would replace the channel's (seen live)
+    ` same => n,ConfBridge(svc-room:${room.id},${bridgeProfile(room)}${
+      room.pin === null ? `,${userProfile(room)}` : ""
+    })`,
     " same => n,Hangup()",
   ];
 }
