@@ -4,33 +4,17 @@
  * per user (a CTI token, as a login gives it), and the phones joining a room as a person would:
  * dial its number, answer, type the PIN then `#`.
  */
-import assert from "node:assert/strict";
 import type { UserRecord } from "../../lib/store/users.ts";
 import { ctiToken } from "../daemons/agentd/fixtures.ts";
 import { type CalldWorld, calldWorld } from "../daemons/calld/fixtures.ts";
-import { apiCall, type TestContext } from "../helpers.ts";
+import { apiCall, expectJson, type TestContext } from "../helpers.ts";
 
 export const ROOMS = "/config/meetingrooms";
 
 /** A 2.0 client with `token`: raw calls, and JSON answers of an expected status. */
 export function v2(ctx: TestContext, token: string) {
   const call = apiCall(ctx, "/svc/api/2.0", token);
-  return {
-    call,
-    /** `method path` answering `status` with JSON (the parsed body), or 204 with none (null). */
-    async expect<T = Record<string, unknown>>(
-      status: number,
-      method: string,
-      path: string,
-      body?: unknown,
-    ): Promise<T> {
-      const response = await call(method, path, body);
-      const text = await response.text();
-      assert.equal(response.status, status, `${method} ${path}: ${text}`);
-      if (status === 204) return null as T;
-      return JSON.parse(text);
-    },
-  };
+  return { call, expect: expectJson(call, "/svc/api/2.0") };
 }
 
 export type V2 = ReturnType<typeof v2>;
