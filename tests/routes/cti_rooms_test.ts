@@ -70,7 +70,7 @@ async function withWorld(test: (w: World) => Promise<void>) {
   }
 }
 
-const conference = (eventType: string) => (message: Message) =>
+const conferenceEvent = (eventType: string) => (message: Message) =>
   message.msgType === "ConferenceEvent" && message.ctiMessage.eventType === eventType;
 const participant = (eventType: string, username?: string) => (message: Message) =>
   message.msgType === "ConferenceParticipantEvent" && message.ctiMessage.eventType === eventType &&
@@ -88,7 +88,8 @@ Deno.test("CTI meeting rooms: the list, joins, the owner mutes and kicks, a memb
     assert.deepEqual((await bob.type("ConferenceList")).ctiMessage, [], "alice's room is hers");
 
     await w.join("alice");
-    const joined = (await alice.next(conference("Join"), "alice's ConferenceEvent")).ctiMessage;
+    const joined =
+      (await alice.next(conferenceEvent("Join"), "alice's ConferenceEvent")).ctiMessage;
     assert.deepEqual(Object.keys(joined).sort(), [
       "conferenceName",
       "conferenceNumber",
@@ -115,7 +116,7 @@ Deno.test("CTI meeting rooms: the list, joins, the owner mutes and kicks, a memb
       username: "alice",
     }]);
     await w.join("bob");
-    const bobJoined = (await bob.next(conference("Join"), "bob's ConferenceEvent")).ctiMessage;
+    const bobJoined = (await bob.next(conferenceEvent("Join"), "bob's ConferenceEvent")).ctiMessage;
     const bobCall = bobJoined.uniqueId as string;
     assert.deepEqual(
       (bobJoined.participants as Record<string, unknown>[]).map((
@@ -130,7 +131,7 @@ Deno.test("CTI meeting rooms: the list, joins, the owner mutes and kicks, a memb
       "alice's client finds the room by her own call",
     );
     await w.join("carol");
-    await carol.next(conference("Join"), "carol's ConferenceEvent");
+    await carol.next(conferenceEvent("Join"), "carol's ConferenceEvent");
     assert.equal(
       (await bob.next(participant("Join", "carol"), "carol joining")).ctiMessage.uniqueId,
       bobCall,
@@ -168,7 +169,7 @@ Deno.test("CTI meeting rooms: the list, joins, the owner mutes and kicks, a memb
     alice.web("conferenceUnmuteAll", { numConf: "4100" });
     await bob.next(participant("Update", "carol"), "carol unmuted by all");
     alice.web("conferenceKick", { numConf: "4100", index: 2 });
-    const left = (await carol.next(conference("Leave"), "carol's Leave")).ctiMessage;
+    const left = (await carol.next(conferenceEvent("Leave"), "carol's Leave")).ctiMessage;
     assert.deepEqual(left.participants, []);
     const gone = (await bob.next(participant("Leave", "carol"), "carol leaving")).ctiMessage;
     assert.equal(gone.index, 2);
@@ -203,7 +204,7 @@ Deno.test("CTI meeting rooms: inviteConferenceRoom calls a user's phone in, no P
     );
     await w.join("alice");
     await w.join("bob");
-    await alice.next(conference("Join"), "alice in");
+    await alice.next(conferenceEvent("Join"), "alice in");
     alice.web("inviteConferenceRoom", { userId: 9999 });
     assert.equal((await alice.type("ConferenceCommandError")).ctiMessage.error, "UserNotFound");
     bob.web("inviteConferenceRoom", { userId: w.users.carol.id });
@@ -218,12 +219,47 @@ Deno.test("CTI meeting rooms: inviteConferenceRoom calls a user's phone in, no P
     }
     assert.ok(ringing(), "carol's phone rings");
     await w.f.ctx.services.sim!.act("1003", "answer");
-    const joined = (await carol.next(conference("Join"), "carol in")).ctiMessage;
+    const joined = (await carol.next(conferenceEvent("Join"), "carol in")).ctiMessage;
     assert.equal((joined.participants as unknown[]).length, 3);
     await alice.next(participant("Join", "carol"), "alice sees carol");
     // bad fields: the usual Error
     await refused(alice, "inviteConferenceRoom", { userId: "carol" }, "BadRequest");
     await refused(alice, "conferenceKick", { numConf: "4100", index: -1 }, "BadRequest");
     await refused(alice, "conferenceMute", { numConf: "4100" }, "BadRequest");
+  });
+});
+
+Deno.test("CTI meeting rooms: a static room has no organizer; a full one takes no invitation", async () => {
+  await withWorld(async (w) => {
+    const { api, ctx } = w.f;
+    const { sim, platform } = ctx.services;
+    const conference = await api.create("/conferences", { name: "Hall", max_users: 2 });
+    const extension = await api.create("/extensions", { exten: "4000", context: "default" });
+    assert.equal(
+      (await api.put(`/conferences/${conference.id}/extensions/${extension.id}`)).status,
+      204,
+    );
+    for (const name of ["alice", "bob"] as const) {
+      await platform.dialNumber(w.users[name], "4000", {});
+      await sim!.act(EXTEN[name], "answer");
+      const joined =
+        (await w.as[name].next(conferenceEvent("Join"), `${name} in the hall`)).ctiMessage;
+      assert.equal(joined.conferenceNumber, "4000");
+    }
+    w.as.alice.web("getList", { objectType: "meetme" });
+    const list = (await w.as.alice.type("ConferenceList")).ctiMessage as unknown as {
+      number: string;
+      members: number;
+    }[];
+    assert.deepEqual(list.map((room) => [room.number, room.members]), [["4000", 2], ["4100", 0]]);
+    w.as.alice.web("conferenceKick", { numConf: "4000", index: 1 });
+    assert.equal(
+      (await w.as.alice.type("ConferenceCommandError")).ctiMessage.error,
+      "NotOrganizer",
+    );
+    w.as.bob.web("conferenceMuteMe", { numConf: "4000" });
+    await w.as.alice.next(participant("Update", "bob"), "bob mutes himself");
+    w.as.alice.web("inviteConferenceRoom", { userId: w.users.carol.id });
+    assert.equal((await w.as.alice.type("ConferenceCommandError")).ctiMessage.error, "RoomFull");
   });
 });
