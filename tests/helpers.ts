@@ -386,3 +386,20 @@ export function expectJson(
     return JSON.parse(text);
   };
 }
+
+/**
+ * A receiver of exported events on loopback (`SVC_EVENT_URL`: its `url`), answering 200 and keeping
+ * each event posted, in order.
+ */
+export function eventReceiver<T = unknown>() {
+  const posted: T[] = [];
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (request) => {
+    posted.push(await request.json());
+    return new Response(null, { status: 200 });
+  });
+  return {
+    posted,
+    url: `http://127.0.0.1:${server.addr.port}/events`,
+    close: () => server.shutdown(),
+  };
+}

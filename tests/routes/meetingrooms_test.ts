@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { jwtVerify } from "jose";
 import { tokenHolding } from "../daemons/agentd/fixtures.ts";
-import { expectConfdError, expectError, expectForbidden } from "../helpers.ts";
+import { eventReceiver, expectConfdError, expectError, expectForbidden } from "../helpers.ts";
 import { alicesRoom, inRoom, ROOMS, roomsWorld, v2 } from "./meetingrooms_fixtures.ts";
 
 const JITSI = {
@@ -454,19 +454,13 @@ Deno.test("a wrong PIN is refused three times, then the room hangs up", async ()
 });
 
 Deno.test("joins and leaves are RoomParticipantEvents on eventUrl and the event feed", async () => {
-  const posted: {
+  const receiver = eventReceiver<{
     username: string;
     message: { msgType: string; ctiMessage: Record<string, unknown> };
-  }[] = [];
-  const receiver = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    async (request) => {
-      posted.push(await request.json());
-      return new Response(null, { status: 200 });
-    },
-  );
+  }>();
+  const { posted } = receiver;
   try {
-    const w = await roomsWorld({ SVC_EVENT_URL: `http://127.0.0.1:${receiver.addr.port}/events` });
+    const w = await roomsWorld({ SVC_EVENT_URL: receiver.url });
     const { services } = w.t.ctx;
     const feed: string[] = [];
     const stop = services.feed.subscribeAll((entries) =>
@@ -511,6 +505,6 @@ Deno.test("joins and leaves are RoomParticipantEvents on eventUrl and the event 
     services.feed.close();
     await services.events.close();
   } finally {
-    await receiver.shutdown();
+    await receiver.close();
   }
 });
