@@ -77,6 +77,24 @@ export interface Config {
   supervisionShortAbandon: number;
   /** Supervision: days of counters kept. */
   supervisionRetentionDays: number;
+  /** Meeting rooms (docs/meetingrooms.md): the context personal and temporary rooms are dialled in. */
+  meetingRoomContext: string;
+  /** The numbers personal rooms take. */
+  personalRoomRange: NumberRangeSetting;
+  /** The numbers temporary rooms take. */
+  temporaryRoomRange: NumberRangeSetting;
+  /** The video meetings' (Jitsi's) domain, app id and key; null: no video token. */
+  jitsiDomain: string | null;
+  jitsiAppId: string | null;
+  jitsiSecret: string | null;
+  /** Seconds a video token is valid. */
+  jitsiTokenTtl: number;
+}
+
+/** A range of numbers, `start` to `end`, both of the same length. */
+export interface NumberRangeSetting {
+  start: string;
+  end: string;
 }
 
 /** A setting with a bad value; the message names the setting and says what is wrong. */
@@ -217,6 +235,36 @@ const addressList: Parser<string[]> = (raw) => {
   return addresses;
 };
 
+/** `<start>-<end>`: digits of the same length, `start` not above `end` (e.g. `4100-4199`). */
+const numberRange: Parser<NumberRangeSetting> = (raw) => {
+  const match = /^\s*(\d{1,16})\s*-\s*(\d{1,16})\s*$/.exec(raw);
+  if (!match || match[1]!.length !== match[2]!.length || Number(match[1]) > Number(match[2])) {
+    throw new Error(
+      `must be <start>-<end>, digits of the same length, start not above end, got ${
+        JSON.stringify(raw)
+      }`,
+    );
+  }
+  return { start: match[1]!, end: match[2]! };
+};
+
+/** A context's name (as `/1.1/contexts` takes it). */
+const contextName: Parser<string> = (raw) => {
+  if (!/^[a-zA-Z0-9_-]{1,39}$/.test(raw)) {
+    throw new Error(`must be a context name (letters, digits, - or _), got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+};
+
+/** A host name, as a Jitsi domain (no scheme, no path); empty means none. */
+const domainName: Parser<string | null> = (raw) => {
+  if (raw === "") return null;
+  if (!/^[A-Za-z0-9.-]{1,253}(:\d{1,5})?$/.test(raw)) {
+    throw new Error(`must be a host name, without scheme nor path, got ${JSON.stringify(raw)}`);
+  }
+  return raw;
+};
+
 /** An integer, or the number of cores this process may use when empty. */
 function integerOrCores(min: number, max: number): Parser<number> {
   const parse = integer(min, max);
@@ -310,6 +358,21 @@ const settings = {
     parse: integer(1, 3660),
     key: "supervisionRetentionDays",
   },
+  SVC_MEETINGROOM_CONTEXT: { default: "default", parse: contextName, key: "meetingRoomContext" },
+  SVC_MEETINGROOM_PERSONAL_RANGE: {
+    default: "4100-4199",
+    parse: numberRange,
+    key: "personalRoomRange",
+  },
+  SVC_MEETINGROOM_TEMPORARY_RANGE: {
+    default: "4200-4299",
+    parse: numberRange,
+    key: "temporaryRoomRange",
+  },
+  SVC_JITSI_DOMAIN: { default: "", parse: domainName, key: "jitsiDomain" },
+  SVC_JITSI_APP_ID: { default: "", parse: optional, key: "jitsiAppId" },
+  SVC_JITSI_SECRET: { default: "", parse: secret, key: "jitsiSecret" },
+  SVC_JITSI_TOKEN_TTL: { default: "3600", parse: integer(60, 604_800), key: "jitsiTokenTtl" },
 } as const satisfies Record<string, { default: string; parse: Parser<unknown>; key: keyof Config }>;
 
 /** The names of every setting, in the order of the README's table. */
@@ -387,6 +450,31 @@ export function loadConfig(
     throw new ConfigError(
       result.tlsCert === null ? "SVC_TLS_CERT" : "SVC_TLS_KEY",
       "SVC_TLS_CERT and SVC_TLS_KEY must be set together",
+    );
+  }
+  const jitsi = [result.jitsiDomain, result.jitsiAppId, result.jitsiSecret];
+  if (jitsi.some((value) => value !== null) && jitsi.some((value) => value === null)) {
+    throw new ConfigError(
+      result.jitsiDomain === null
+        ? "SVC_JITSI_DOMAIN"
+        : result.jitsiAppId === null
+        ? "SVC_JITSI_APP_ID"
+        : "SVC_JITSI_SECRET",
+      "SVC_JITSI_DOMAIN, SVC_JITSI_APP_ID and SVC_JITSI_SECRET must be set together",
+    );
+  }
+  if (result.jitsiSecret !== null && new TextEncoder().encode(result.jitsiSecret).length < 32) {
+    throw new ConfigError("SVC_JITSI_SECRET", "must be at least 32 bytes long (HS256)");
+  }
+  const { personalRoomRange: personal, temporaryRoomRange: temporary } = result;
+  if (
+    personal.start.length === temporary.start.length &&
+    Number(personal.start) <= Number(temporary.end) &&
+    Number(temporary.start) <= Number(personal.end)
+  ) {
+    throw new ConfigError(
+      "SVC_MEETINGROOM_TEMPORARY_RANGE",
+      "must not overlap SVC_MEETINGROOM_PERSONAL_RANGE",
     );
   }
   if (result.platform === "asterisk") {

@@ -236,6 +236,9 @@ const UNKNOWN_PATH_VALUES: Record<string, (shown: string, reason: string) => Api
   queueId: (shown) => new ApiError(404, "QueueNotFound", `queue ${shown} does not exist`),
   agentId: (shown) => new ApiError(404, "AgentNotFound", `agent ${shown} does not exist`),
   userId: (shown) => new ApiError(404, "UserNotFound", `user ${shown} does not exist`),
+  roomId: (shown) => new ApiError(404, "MeetingRoomNotFound", `no meeting room ${shown}`),
+  roomName: (shown, reason) =>
+    new ApiError(400, "InvalidMeetingRoom", `a temporary room's name ${shown} ${reason}`),
 };
 
 /** The 2.0/1.0 answer to an {@link UnknownPathValue}; a name not listed is 404 `NotFound`. */

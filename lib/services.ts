@@ -97,6 +97,12 @@ export async function createServices(
     const { pbxNotices } = await import("./cti/pbx_notices.ts");
     await pbxNotices(services, batch);
   });
+  // the meeting rooms' events: exported, and the conference messages of the rooms' members
+  platform.onEvents(async (batch) => {
+    if (!batch.some((event) => event.kind === "room")) return;
+    const { roomEvents } = await import("./meetingrooms/events.ts");
+    await roomEvents(services, batch);
+  });
   return services;
 }
 

@@ -22,6 +22,7 @@ import { dndRoutes } from "./dnd.ts";
 import { eventRoutes } from "./events.ts";
 import { forwardRoutes } from "./forwards.ts";
 import { historyRoutes } from "./history.ts";
+import { meetingRoomRoutes } from "./meetingrooms.ts";
 import { mobilePushRoutes } from "./mobile_push.ts";
 import { presenceRoutes } from "./presences.ts";
 import { rightsRoutes } from "./rights.ts";
@@ -56,6 +57,7 @@ function apiV2Routes(services: Services) {
     supervisionRoutes,
     rightsRoutes,
     presenceRoutes,
+    meetingRoomRoutes,
   ];
   for (const routes of areas) v2.route("/", routes(services));
   // the control API of the simulator; on a real PBX people pick up their phones

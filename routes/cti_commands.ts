@@ -30,6 +30,7 @@ import type { CtiCommandSpec, CtiFamily } from "../lib/cti/command_set.ts";
 import { PBX_COMMAND_FAMILY } from "../lib/cti/pbx_commands.ts";
 import { AGENT_CALL_FAMILY } from "../lib/supervision/agent_calls.ts";
 import { VOICEMAIL_FAMILY } from "../lib/voicemail/mwi.ts";
+import { meetingRoomFamily } from "../lib/meetingrooms/cti.ts";
 import type { CtiSession } from "../lib/cti/hub.ts";
 import {
   type CallCommandName,
@@ -111,6 +112,7 @@ const FAMILIES: CtiFamily[] = [
   agentGroupFamily,
   AGENT_CALL_FAMILY,
   PBX_COMMAND_FAMILY,
+  meetingRoomFamily,
 ];
 
 /** Each family's command by name. */

@@ -379,3 +379,47 @@ export async function importSource(source: string): Promise<Record<string, unkno
     await Deno.remove(file);
   }
 }
+
+/**
+ * `expect(status, method, path, body?)` on `call`: asserts the status, answers the parsed JSON body
+ * (its JSON content type asserted), or null for a 204 with no body; `prefix` names the API in the
+ * failure message.
+ */
+export function expectJson(
+  call: (method: string, path: string, body?: unknown) => Promise<Response>,
+  prefix: string,
+) {
+  return async <T = Record<string, unknown>>(
+    status: number,
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<T> => {
+    const response = await call(method, path, body);
+    const text = await response.text();
+    assert.equal(response.status, status, `${method} ${prefix}${path}: ${text}`);
+    if (status === 204) {
+      assert.equal(text, "");
+      return null as T;
+    }
+    assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
+    return JSON.parse(text);
+  };
+}
+
+/**
+ * A receiver of exported events on loopback (`SVC_EVENT_URL`: its `url`), answering 200 and keeping
+ * each event posted, in order.
+ */
+export function eventReceiver<T = unknown>() {
+  const posted: T[] = [];
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (request) => {
+    posted.push(await request.json());
+    return new Response(null, { status: 200 });
+  });
+  return {
+    posted,
+    url: `http://127.0.0.1:${server.addr.port}/events`,
+    close: () => server.shutdown(),
+  };
+}

@@ -1,7 +1,8 @@
 /**
  * The call daemon (docs/calls.md): the call-control part of wazo-calld's API, mounted at `/1.0` as
- * its clients (wazo-calld-client) call it: calls and the commands on them, transfers and ad-hoc
- * conferences, each route behind its ACL, every error in the daemon's form.
+ * its clients (wazo-calld-client) call it: calls and the commands on them, transfers, ad-hoc
+ * conferences and the meeting rooms' participants, each route behind its ACL, every error in the
+ * daemon's form.
  */
 import { type Context, Hono } from "hono";
 import { type AppEnv, BODY_METHODS, limitBody, MiB } from "../../lib/http.ts";
@@ -9,6 +10,7 @@ import type { NoRouteOf } from "../../lib/no_route.ts";
 import type { Services } from "../../lib/services.ts";
 import { callRoutes } from "./calls.ts";
 import { conferenceRoutes } from "./conferences.ts";
+import { roomRoutes } from "./rooms.ts";
 import { calldErrorHandler } from "./errors.ts";
 import { transferRoutes } from "./transfers.ts";
 
@@ -19,6 +21,7 @@ export function calldRoutes(services: Services, noRoute: NoRouteOf) {
   app.route("/", callRoutes(services));
   app.route("/", transferRoutes(services));
   app.route("/", conferenceRoutes(services));
+  app.route("/", roomRoutes(services));
   // an unknown path below /1.0 answers in the daemon's form too (matched after every route)
   app.all("*", (c: Context) => {
     const { status, message, headers } = noRoute(c);

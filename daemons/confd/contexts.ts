@@ -1,4 +1,7 @@
-/** `/1.1/contexts`: numbering plans with the ranges users and queues take their numbers from. */
+/**
+ * `/1.1/contexts`: numbering plans with the ranges users, queues and conferences take their numbers
+ * from.
+ */
 import * as z from "zod";
 import { type ContextRecord, contexts } from "../../lib/store/contexts.ts";
 import { extensions } from "../../lib/store/extensions.ts";
@@ -28,6 +31,7 @@ const editable = () => ({
   enabled: fields.boolean().optional(),
   user_ranges: z.array(range).optional(),
   queue_ranges: z.array(range).optional(),
+  conference_room_ranges: z.array(range).optional(),
 });
 
 const createSchema = z.lazy(() =>
@@ -48,13 +52,15 @@ const FIELDS = [
   "enabled",
   "user_ranges",
   "queue_ranges",
+  "conference_room_ranges",
 ] as const;
 
 export const contextResource: Resource<ContextRecord, ContextRecord> = {
   path: "/contexts",
   label: "Context",
   collection: contexts,
-  view: (context) => context,
+  // a context stored before conference room ranges existed has none
+  view: (context) => ({ ...context, conference_room_ranges: context.conference_room_ranges ?? [] }),
   fields: FIELDS,
   search: ["name", "display_name", "description"],
   schemas: { create: createSchema, update: updateSchema },
@@ -68,6 +74,7 @@ export const contextResource: Resource<ContextRecord, ContextRecord> = {
       enabled: true,
       user_ranges: [],
       queue_ranges: [],
+      conference_room_ranges: [],
       ...input,
     });
   },

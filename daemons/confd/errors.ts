@@ -9,6 +9,7 @@ import { ApiError, IncompleteBody, UnknownPathValue, Unreachable } from "../../l
 import { type AppEnv, logUnreachable, storeLimitError } from "../../lib/http.ts";
 import type { Logger } from "../../lib/log.ts";
 import { UniqueConflict } from "../../lib/store/records.ts";
+import { RoomRefusal } from "../../lib/meetingrooms/refusal.ts";
 
 // built on first use (`z.lazy`), not at every start (docs/performance.md)
 /** The body of every error here: `<kind> - <what>` texts, e.g. `Input Error - field …`. */
@@ -80,6 +81,15 @@ export function confdAnswer(logger: Logger, requestId: string, error: Error): Co
   }
   if (error instanceof IncompleteBody) {
     return { status: 400, body: [`Input Error - ${error.message}`] };
+  }
+  if (error instanceof RoomRefusal) {
+    if (error.reason === "not_found") {
+      return {
+        status: 404,
+        body: [`Resource Not Found - Meeting was not found: ${error.message}`],
+      };
+    }
+    return { status: 400, body: [`Resource Error - ${error.message}`] };
   }
   if (error instanceof UniqueConflict) {
     return { status: 400, body: [`Resource Error - ${error.field} already exists`] };

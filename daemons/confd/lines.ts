@@ -370,6 +370,10 @@ export function lineRoutes(services: Services) {
       if (extension.line_id !== null) {
         throw already("Extension", LINE, { extension_id: extension.id, line_id: line.id });
       }
+      if (extension.conference_id != null) {
+        const ids = { extension_id: extension.id, conference_id: extension.conference_id };
+        throw already("Extension", "Conference", ids);
+      }
       if (line.user_ids.length) await requireUserRange(tx, extension);
       const extensionIds = [...line.extension_ids, extension.id];
       tx.put(lines, await followMainUserIn(tx, { ...line, extension_ids: extensionIds }));

@@ -5,6 +5,8 @@ import type { Services } from "../../lib/services.ts";
 import { userCsvRoutes } from "./users_csv.ts";
 import { jobRoutes } from "./jobs.ts";
 import { userRoutes } from "./users.ts";
+import { conferenceRoutes } from "./conferences.ts";
+import { meetingRoutes } from "./meetings.ts";
 import { pushTokenRoutes } from "./push_tokens.ts";
 import { lineRoutes } from "./lines.ts";
 import { endpointRoutes } from "./endpoints.ts";
@@ -33,6 +35,9 @@ const bodyLimit = (path: string) => path.endsWith("/import") ? 10 * MiB : MiB;
 /** Modules in the order their routes are matched: fixed paths before `/{id}` ones. */
 const areas = [
   userCsvRoutes,
+  // `/users/me/meetings…` before the users' `/users/{id}…`
+  meetingRoutes,
+  conferenceRoutes,
   userRoutes,
   pushTokenRoutes,
   lineRoutes,

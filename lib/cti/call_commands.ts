@@ -24,7 +24,12 @@ import { checkBody } from "../http.ts";
 import type { CallCommand, Conference, LiveCall } from "../platform/call_control.ts";
 import { PlatformRefusal } from "../platform/port.ts";
 import { getUser, type UserRecord } from "../store/users.ts";
-import { type CallCommandName, type Command, commandSchema } from "./commands.ts";
+import {
+  type CallCommandName,
+  type Command,
+  commandSchema,
+  type ConferenceMemberCommand,
+} from "./commands.ts";
 import {
   conferenceJoined,
   type ConferenceParticipant,
@@ -129,20 +134,44 @@ export async function runCallCommand(
       const conference = await platform.startConference(host, participants);
       return c.reply(await conferenceEvent(c, conference));
     }
+    case "getCurrentCallsPhoneEvents": {
+      c.authorize(CALL_ACLS.readCalls);
+      fields(name);
+      return c.reply(currentCallsPhoneEvents(await currentEvents(c)));
+    }
+  }
+}
+
+/** The fields of a command on a conference's members. */
+export interface ConferenceMemberFields {
+  numConf: string;
+  index?: number;
+}
+
+/**
+ * A command on the members of the ad-hoc conference `numConf` (lib/meetingrooms/cti.ts hands over
+ * those naming no meeting room): the user mutes itself in it, or the host mutes, unmutes or
+ * kicks a member, or mutes every one.
+ */
+export async function runAdhocConferenceCommand(
+  c: CallCommandContext,
+  name: ConferenceMemberCommand,
+  { numConf, index = 0 }: ConferenceMemberFields,
+): Promise<void> {
+  const { platform } = c.services;
+  const userId = c.user.id;
+  switch (name) {
     case "conferenceMuteMe":
     case "conferenceUnmuteMe": {
-      const member = await ownMember(platform, userId, fields(name).numConf);
+      const member = await ownMember(platform, userId, numConf);
       const on = name === "conferenceMuteMe";
-      return await onCall(member, on ? CALL_ACLS.muteStart : CALL_ACLS.muteStop, {
-        kind: "mute",
-        on,
-      });
+      c.authorize(on ? CALL_ACLS.muteStart : CALL_ACLS.muteStop, { call_id: member.callId });
+      return await platform.callCommand(member.callId, { kind: "mute", on });
     }
     case "conferenceMute":
     case "conferenceUnmute":
     case "conferenceKick": {
       c.authorize(name === "conferenceKick" ? CALL_ACLS.kick : CALL_ACLS.participants);
-      const { numConf, index } = fields(name);
       const conference = await ownConference(platform, userId, numConf);
       const member = conference.members[index];
       if (!member) {
@@ -159,7 +188,7 @@ export async function runCallCommand(
     case "conferenceMuteAll":
     case "conferenceUnmuteAll": {
       c.authorize(CALL_ACLS.participants);
-      const conference = await ownConference(platform, userId, fields(name).numConf);
+      const conference = await ownConference(platform, userId, numConf);
       const on = name === "conferenceMuteAll";
       for (const member of conference.members) {
         if (member.callId !== conference.hostCallId) {
@@ -167,11 +196,6 @@ export async function runCallCommand(
         }
       }
       return;
-    }
-    case "getCurrentCallsPhoneEvents": {
-      c.authorize(CALL_ACLS.readCalls);
-      fields(name);
-      return c.reply(currentCallsPhoneEvents(await currentEvents(c)));
     }
   }
 }

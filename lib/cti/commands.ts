@@ -24,9 +24,25 @@ const destination = () =>
     `longer than ${MAX_DESTINATION_LENGTH} characters`,
   );
 /** A conference, by the `conferenceNumber` of its `ConferenceEvent`. */
-const numConf = () => z.string().min(1).max(256);
+export const numConf = () => z.string().min(1).max(256);
 /** A member of the conference, by its `index` in its `ConferenceEvent`. */
-const index = () => z.number().int().min(0);
+export const conferenceIndex = () => z.number().int().min(0);
+
+/**
+ * The fields of the commands on a conference's members (lib/meetingrooms/cti.ts runs them: on a
+ * meeting room, else on an ad-hoc conference, lib/cti/call_commands.ts).
+ */
+export const conferenceMemberFields = {
+  conferenceMuteMe: () => z.object({ numConf: numConf() }),
+  conferenceUnmuteMe: () => z.object({ numConf: numConf() }),
+  conferenceMute: () => z.object({ numConf: numConf(), index: conferenceIndex() }),
+  conferenceUnmute: () => z.object({ numConf: numConf(), index: conferenceIndex() }),
+  conferenceKick: () => z.object({ numConf: numConf(), index: conferenceIndex() }),
+  conferenceMuteAll: () => z.object({ numConf: numConf() }),
+  conferenceUnmuteAll: () => z.object({ numConf: numConf() }),
+} as const;
+
+export type ConferenceMemberCommand = keyof typeof conferenceMemberFields;
 
 // each command's schema is built on its first use ({@link commandSchema}), not at every start
 // (docs/performance.md)
@@ -42,13 +58,6 @@ const callCommandFields = {
   completeTransfer: () => z.object({}),
   cancelTransfer: () => z.object({}),
   conference: () => z.object({}),
-  conferenceMuteMe: () => z.object({ numConf: numConf() }),
-  conferenceUnmuteMe: () => z.object({ numConf: numConf() }),
-  conferenceMute: () => z.object({ numConf: numConf(), index: index() }),
-  conferenceUnmute: () => z.object({ numConf: numConf(), index: index() }),
-  conferenceKick: () => z.object({ numConf: numConf(), index: index() }),
-  conferenceMuteAll: () => z.object({ numConf: numConf() }),
-  conferenceUnmuteAll: () => z.object({ numConf: numConf() }),
   getCurrentCallsPhoneEvents: () => z.object({}),
   sendDtmf: () =>
     z.object({

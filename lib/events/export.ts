@@ -31,6 +31,7 @@ import {
   type EventMessage,
   type ExportedMessage,
   isExported,
+  type RoomMessage,
   type SupervisionMessage,
 } from "./messages.ts";
 import {
@@ -551,7 +552,7 @@ export class EventExport {
   }
 
   /** The events of the event log still within the retention, oldest first (1.0 handshake). */
-  async retained(): Promise<(EventMessage | SupervisionMessage)[]> {
+  async retained(): Promise<(EventMessage | SupervisionMessage | RoomMessage)[]> {
     const { store, clock, retentionMs } = this.options;
     if (retentionMs <= 0) return [];
     const logged = await loggedEvents(store, clock.now() - retentionMs);

@@ -1,8 +1,10 @@
 /**
  * The messages posted to `eventUrl` (decisions §7): every one is `{username, message}` with a
  * `msgType` of `PhoneEvent`, `AgentStateEvent` or `UserConfigUpdate` (an {@link EventMessage}:
- * one user's, or one agent's), or `QueueStatistics` (a {@link SupervisionMessage}: a queue's
- * figures, for no user in particular: `username` "", docs/supervision.md).
+ * one user's, or one agent's), `QueueStatistics` (a {@link SupervisionMessage}: a queue's
+ * figures, for no user in particular: `username` "", docs/supervision.md), or
+ * `RoomParticipantEvent` (a {@link RoomMessage}: someone joined or left a meeting room,
+ * docs/meetingrooms.md).
  */
 import type { AgentStateEvent, PhoneEvent } from "../platform/port.ts";
 import type { UserRecord } from "../store/users.ts";
@@ -79,6 +81,41 @@ export interface SupervisionMessage {
 }
 
 /**
+ * Someone joined or left a meeting room (docs/meetingrooms.md): the room (its kind, id, number and
+ * name) and the participant (its call, caller id, user), and how many are in it now.
+ */
+export interface RoomParticipantMessage {
+  msgType: "RoomParticipantEvent";
+  ctiMessage: {
+    eventType: "Join" | "Leave";
+    roomType: "static" | "personal" | "temporary";
+    /** As the APIs name the room: a conference's id (static), else the meeting's uuid. */
+    roomId: number | string;
+    roomNumber: string | null;
+    roomName: string;
+    /** The participant's call: the call daemon's participant id. */
+    uniqueId: string;
+    linkedId: string;
+    callerIdName: string;
+    callerIdNum: string;
+    /** The participant's user, "" for none. */
+    username: string;
+    /** Participants in the room after the change. */
+    participants: number;
+  };
+}
+
+/**
+ * A meeting room's event, as posted: under the participant's username ("" for a party on no
+ * user's phone). Not a user's event the CTI sockets get as it is: the members of a room get
+ * xuc's `ConferenceEvent` / `ConferenceParticipantEvent` notices instead (lib/meetingrooms/).
+ */
+export interface RoomMessage {
+  username: string;
+  message: RoomParticipantMessage;
+}
+
+/**
  * A message for CTI sockets only (a chat message, a presence, a favourite…: docs/cti.md), through
  * the event log so that the sockets of every process sharing the store get it: never posted to
  * `eventUrl`, streamed or reposted. `username` is the user whose sockets get it; "" is every
@@ -90,23 +127,24 @@ export interface CtiNotice {
   message: { msgType: string; ctiMessage: unknown };
 }
 
-/** Every event of the event log: a user's, a supervision event, or a CTI notice. */
-export type ExportedMessage = EventMessage | SupervisionMessage | CtiNotice;
+/** Every event of the event log: a user's, a supervision or room event, or a CTI notice. */
+export type ExportedMessage = EventMessage | SupervisionMessage | RoomMessage | CtiNotice;
 
 /** True for a CTI notice (not exported: see {@link CtiNotice}). */
 export const isNotice = (event: ExportedMessage): event is CtiNotice => "notice" in event;
 
 /**
  * True for the events of a user or an agent (`PhoneEvent`, `AgentStateEvent`,
- * `UserConfigUpdate`), false for a supervision event or a CTI notice.
+ * `UserConfigUpdate`), false for a supervision or room event or a CTI notice.
  */
 export const isUserEvent = (event: ExportedMessage): event is EventMessage =>
-  !isNotice(event) && event.message.msgType !== "QueueStatistics";
+  !isNotice(event) && event.message.msgType !== "QueueStatistics" &&
+  event.message.msgType !== "RoomParticipantEvent";
 
 /** True for what is exported (posted to `eventUrl`, streamed): all but CTI notices. */
 export const isExported = (
   event: ExportedMessage,
-): event is EventMessage | SupervisionMessage => !isNotice(event);
+): event is EventMessage | SupervisionMessage | RoomMessage => !isNotice(event);
 
 /** The message of a platform phone or agent event. */
 export function platformMessage(event: PhoneEvent | AgentStateEvent): EventMessage {

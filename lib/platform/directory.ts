@@ -1,9 +1,10 @@
 /**
  * What both platform adapters know of the configuration: the phones, the numbers they answer to,
- * the queues and the agents, built from the configuration daemon's records (decisions §8: a change
- * applies to the next call without a restart).
+ * the queues, the agents and the meeting rooms, built from the configuration daemon's records
+ * (decisions §8: a change applies to the next call without a restart).
  */
 import { type AgentRecord, agents } from "../store/agents.ts";
+import { type ConferenceRecord, conferences } from "../store/conferences.ts";
 import {
   type CustomEndpointRecord,
   customEndpoints,
@@ -12,12 +13,14 @@ import {
 } from "../store/endpoints.ts";
 import { type ExtensionRecord, extensions } from "../store/extensions.ts";
 import { type LineRecord, lines } from "../store/lines.ts";
+import { type MeetingRecord, meetings } from "../store/meetings.ts";
 import { type QueueRecord, queues } from "../store/queues.ts";
 import { allOf, localWriteCount } from "../store/records.ts";
 import { sharedRead } from "../store/shared_read.ts";
 import type { Store } from "../store/store.ts";
 import { type UserRecord, users } from "../store/users.ts";
 import { type VoicemailRecord, voicemails } from "../store/voicemails.ts";
+import { type RoomConfig, roomConfigs } from "./rooms.ts";
 
 /** A phone: a line holding an enabled extension, named by that extension. */
 export interface Phone {
@@ -61,6 +64,8 @@ export const userName = (user: Pick<UserRecord, "firstname" | "lastname">): stri
 export type Target =
   | { kind: "phone"; phone: Phone }
   | { kind: "queue"; queue: QueueRecord }
+  /** A meeting room; `invited`: svc calls the phone in, no PIN asked (`inviteToRoom`). */
+  | { kind: "room"; room: RoomConfig; invited?: boolean }
   | { kind: "external" };
 
 const pair = (context: string, exten: string) => `${context}\u0000${exten}`;
@@ -77,6 +82,8 @@ export class Directory {
   readonly queues = new Map<number, QueueRecord>();
   readonly agents = new Map<number, AgentRecord>();
   readonly voicemails = new Map<number, VoicemailRecord>();
+  /** The meeting rooms by id (docs/meetingrooms.md). */
+  readonly rooms = new Map<string, RoomConfig>();
   /** Every phone, in line id order. */
   readonly phones: Phone[] = [];
   readonly #phoneByLine = new Map<number, Phone>();
@@ -86,6 +93,7 @@ export class Directory {
   readonly #queueByName = new Map<string, QueueRecord>();
   readonly #phoneByInterface = new Map<string, Phone>();
   readonly #agentByNumber = new Map<string, AgentRecord>();
+  readonly #roomByNumber = new Map<string, RoomConfig>();
 
   constructor(
     userList: UserRecord[],
@@ -96,8 +104,14 @@ export class Directory {
     sipList: SipEndpointRecord[] = [],
     customList: CustomEndpointRecord[] = [],
     voicemailList: VoicemailRecord[] = [],
+    conferenceList: ConferenceRecord[] = [],
+    meetingList: MeetingRecord[] = [],
   ) {
     for (const voicemail of voicemailList) this.voicemails.set(voicemail.id, voicemail);
+    for (const room of roomConfigs(conferenceList, extensionList, meetingList)) {
+      this.rooms.set(room.id, room);
+      if (room.number !== null) this.#roomByNumber.set(pair(room.context, room.number), room);
+    }
     const sip = new Map(sipList.map((endpoint) => [endpoint.id, endpoint]));
     const custom = new Map(customList.map((endpoint) => [endpoint.id, endpoint]));
     for (const user of userList) this.users.set(user.id, user);
@@ -207,12 +221,22 @@ export class Directory {
     return number === shown.number ? shown.name : "";
   }
 
-  /** Where `number`, dialled in `context`, leads: a phone, a queue, else the outside network. */
+  /** The meeting room numbered `number` in `context`, or null. */
+  roomAt(number: string, context: string): RoomConfig | null {
+    return this.#roomByNumber.get(pair(context, number)) ?? null;
+  }
+
+  /**
+   * Where `number`, dialled in `context`, leads: a phone, a queue, a meeting room, else the
+   * outside network.
+   */
   resolve(number: string, context: string): Target {
     const phone = this.phoneAt(number, context);
     if (phone) return { kind: "phone", phone };
     const queue = this.#queueByNumber.get(pair(context, number));
     if (queue) return { kind: "queue", queue };
+    const room = this.roomAt(number, context);
+    if (room) return { kind: "room", room };
     return { kind: "external" };
   }
 
@@ -256,6 +280,8 @@ export function directoryLoader(store: Store): DirectoryLoader {
     sipEndpoints,
     customEndpoints,
     voicemails,
+    conferences,
+    meetings,
   ] as const;
   const versions = sharedRead(() => store.getMany(collections.map((c) => c.versionKey)));
   let cached: { versions: string; directory: Directory } | null = null;

@@ -6,6 +6,7 @@
  */
 import type { AgentRecord } from "../store/agents.ts";
 import type { CallControl, RecordState } from "./call_control.ts";
+import type { RoomControl, RoomEvent } from "./rooms.ts";
 import type { CallRecord } from "../store/call_history.ts";
 import type { QueueRecord } from "../store/queues.ts";
 import type { UserRecord } from "../store/users.ts";
@@ -182,7 +183,8 @@ export type PlatformEvent =
   | CallEnded
   | QueueCallEvent
   | ListenEvent
-  | VoicemailEvent;
+  | VoicemailEvent
+  | RoomEvent;
 
 /**
  * Listener of platform events. The platform awaits it before it goes on, and calls it with the
@@ -247,7 +249,7 @@ export interface CallStarted {
   linkedId: string;
 }
 
-export interface Platform extends CallControl {
+export interface Platform extends CallControl, RoomControl {
   /** Rings `caller`'s phone; once it answers, calls `destination` (an already sanitized number). */
   dialNumber(
     caller: UserRecord,

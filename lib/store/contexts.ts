@@ -1,7 +1,7 @@
 /**
  * Contexts: numbering plans (`default` internal, `from-extern` incall, `to-extern` outcall). Their
- * ranges decide which extensions users and queues may take. Addressed by id; other records refer
- * to a context by its `name`.
+ * ranges decide which extensions users, queues and conferences may take. Addressed by id; other
+ * records refer to a context by its `name`.
  */
 import { Collection, transact } from "./records.ts";
 import type { Store } from "./store.ts";
@@ -22,6 +22,11 @@ export interface ContextRecord {
   enabled: boolean;
   user_ranges: NumberRange[];
   queue_ranges: NumberRange[];
+  /**
+   * The numbers conferences (static meeting rooms) take their extension from (Wazo's field);
+   * absent from a context stored before it existed: none.
+   */
+  conference_room_ranges?: NumberRange[];
 }
 
 export const contexts = new Collection<ContextRecord>("contexts", {
@@ -48,6 +53,7 @@ export const DEFAULT_CONTEXTS: Omit<ContextRecord, "id">[] = [
     enabled: true,
     user_ranges: [{ start: "1000", end: "1999" }],
     queue_ranges: [{ start: "3000", end: "3099" }],
+    conference_room_ranges: [{ start: "4000", end: "4099" }],
   },
   {
     name: "from-extern",
@@ -57,6 +63,7 @@ export const DEFAULT_CONTEXTS: Omit<ContextRecord, "id">[] = [
     enabled: true,
     user_ranges: [],
     queue_ranges: [],
+    conference_room_ranges: [],
   },
   {
     name: "to-extern",
@@ -66,6 +73,7 @@ export const DEFAULT_CONTEXTS: Omit<ContextRecord, "id">[] = [
     enabled: true,
     user_ranges: [],
     queue_ranges: [],
+    conference_room_ranges: [],
   },
 ];
 

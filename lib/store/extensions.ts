@@ -1,7 +1,7 @@
 /**
  * Extensions: the numbers (`exten`) dialled in a context. An extension reaches a line when the line
- * holds it (`lines.extension_ids` ↔ `extensions.line_id`, one line per extension since 14.14).
- * `(context, exten)` is unique.
+ * holds it (`lines.extension_ids` ↔ `extensions.line_id`, one line per extension since 14.14), or a
+ * conference (`conference_id`, docs/meetingrooms.md). `(context, exten)` is unique.
  */
 import { Collection } from "./records.ts";
 import type { Store } from "./store.ts";
@@ -14,6 +14,8 @@ export interface ExtensionRecord {
   enabled: boolean;
   /** The line that holds this extension, if any. */
   line_id: number | null;
+  /** The conference this extension reaches, if any (absent from extensions stored before). */
+  conference_id?: number | null;
 }
 
 /**

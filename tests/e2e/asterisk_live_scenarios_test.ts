@@ -69,6 +69,14 @@ function livePhones(phones: Record<string, Phone>, settle: () => Promise<void>):
       await sleep(ms);
       await settle();
     },
+    async keys(extension, digits) {
+      // the room's PIN prompt is playing: the digits come after it
+      await sleep(1000);
+      await phones[PEOPLE[extension as keyof typeof PEOPLE]]!.ctrl.sendDtmf(digits);
+      // ConfBridge checks the PIN at the `#`, then plays its sounds before the channel joins
+      await sleep(2500);
+      await settle();
+    },
   };
 }
 

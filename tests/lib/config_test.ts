@@ -144,6 +144,32 @@ Deno.test("a bad value names the setting and the reason", async (t) => {
       "SVC_DEPRECATED_API_HOST",
       /separated by commas/,
     ],
+    // meeting rooms (docs/meetingrooms.md)
+    [{ SVC_MEETINGROOM_CONTEXT: "a b" }, "SVC_MEETINGROOM_CONTEXT", /context name/],
+    [{ SVC_MEETINGROOM_PERSONAL_RANGE: "4100" }, "SVC_MEETINGROOM_PERSONAL_RANGE", /<start>-<end>/],
+    [
+      { SVC_MEETINGROOM_PERSONAL_RANGE: "410-4199" },
+      "SVC_MEETINGROOM_PERSONAL_RANGE",
+      /same length/,
+    ],
+    [
+      { SVC_MEETINGROOM_PERSONAL_RANGE: "4199-4100" },
+      "SVC_MEETINGROOM_PERSONAL_RANGE",
+      /start not above end/,
+    ],
+    [
+      { SVC_MEETINGROOM_TEMPORARY_RANGE: "4150-4250" },
+      "SVC_MEETINGROOM_TEMPORARY_RANGE",
+      /must not overlap/,
+    ],
+    [{ SVC_JITSI_DOMAIN: "https://meet.example" }, "SVC_JITSI_DOMAIN", /host name/],
+    [{ SVC_JITSI_DOMAIN: "meet.example" }, "SVC_JITSI_APP_ID", /set together/],
+    [
+      { SVC_JITSI_DOMAIN: "meet.example", SVC_JITSI_APP_ID: "app", SVC_JITSI_SECRET: "short" },
+      "SVC_JITSI_SECRET",
+      /at least 32 bytes/,
+    ],
+    [{ SVC_JITSI_TOKEN_TTL: "10" }, "SVC_JITSI_TOKEN_TTL", /integer from 60/],
   ];
   for (const [env, setting, reason] of bad) {
     await t.step(JSON.stringify(env), () => {

@@ -51,6 +51,8 @@ export const SVC_DRIVEN = new Set([
   "confbridgekick",
   "confbridgemute",
   "confbridgeunmute",
+  "confbridgestartrecord",
+  "confbridgestoprecord",
   "pjsipnotify",
   "mailboxcount",
 ]);

@@ -6,9 +6,10 @@
  * `#tryinclude` the file svc generates into `configDir` (`SVC_ASTERISK_CONFIG_DIR`), and so does
  * voicemail.conf (its messages as WAV, under the work dir's spool). Around that: music on hold
  * (class `default`, a 300 Hz tone), US tones (ringback in-band for a channel already up),
- * ConfBridge's default profiles (quiet), no CDR or CEL. Its data directory is the work dir's own,
+ * ConfBridge's default profiles (quiet) and svc's rooms' (`confbridge_svc.conf`), no CDR or CEL. Its data directory is the work dir's own,
  * holding a link to the install's documentation (Asterisk does not start without it) and one
- * sound, `beep` (a 2 kHz tone: what `VoiceMail` plays before it records).
+ * sound, `beep` (a 2 kHz tone: what `VoiceMail` plays before it records), and ConfBridge's PIN
+ * prompts (short tones).
  *
  * Asterisk runs in the foreground (`asterisk -f`), so its PID is the child's; it is stopped by that
  * PID. `findAsterisk()` tells where one is installed.
@@ -377,6 +378,7 @@ function pbxConfig(
       "quiet = yes",
       "[default_bridge]",
       "type = bridge",
+      include("confbridge_svc.conf"),
     ),
     "features.conf": lines("[general]", "[featuremap]", "blindxfer => #1", "atxfer => *2"),
     ...Object.fromEntries(EMPTY_FILES.map((name) => [name, ""])),
@@ -419,6 +421,10 @@ export async function preparePbx(options: PbxOptions): Promise<Pbx> {
     `${workDir}/data/sounds/en/beep.wav`,
     sineWav({ hz: 2000, seconds: 0.3 }),
   );
+  // ConfBridge's PIN prompts: without them it cannot ask a PIN (short tones)
+  for (const [sound, hz] of [["conf-getpin", 600], ["conf-invalidpin", 800]] as const) {
+    await Deno.writeFile(`${workDir}/data/sounds/en/${sound}.wav`, sineWav({ hz, seconds: 0.3 }));
+  }
   const files = pbxConfig({ prefix, workDir, configDir, sipPort, ami, rtpPorts });
   for (const [name, change] of Object.entries(options.config ?? {})) {
     files[name] = typeof change === "string" ? change : change(files[name] ?? "");

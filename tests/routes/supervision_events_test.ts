@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type { ExportedMessage, QueueStatisticsMessage } from "../../lib/events/messages.ts";
 import type { LogEntry } from "../../lib/events/outbox.ts";
 import { STATISTICS_INTERVAL_MS } from "../../lib/supervision/mod.ts";
-import { bearer, login, webServiceUser } from "../helpers.ts";
+import { bearer, eventReceiver, login, webServiceUser } from "../helpers.ts";
 import { parseExposition, valueOf } from "../prometheus.ts";
 import { callCenter, V2 } from "./supervision_fixtures.ts";
 
@@ -168,17 +168,11 @@ Deno.test("QueueStatistics that cannot be read when their second is over: logged
 });
 
 Deno.test("QueueStatistics go to the SSE stream and eventUrl, not to the users' feed", async (s) => {
-  const posted: ExportedMessage[] = [];
-  const receiver = Deno.serve(
-    { port: 0, hostname: "127.0.0.1", onListen() {} },
-    async (request) => {
-      posted.push(await request.json());
-      return new Response(null, { status: 200 });
-    },
-  );
+  const receiver = eventReceiver<ExportedMessage>();
+  const { posted } = receiver;
   try {
     const { t, ctx, agent } = await callCenter({
-      SVC_EVENT_URL: `http://127.0.0.1:${receiver.addr.port}/events`,
+      SVC_EVENT_URL: receiver.url,
     });
     ctx.services.supervision.start();
     const userFeed: LogEntry[] = [];
@@ -224,7 +218,7 @@ Deno.test("QueueStatistics go to the SSE stream and eventUrl, not to the users' 
     ctx.services.feed.close();
     await ctx.services.events.close();
   } finally {
-    await receiver.shutdown();
+    await receiver.close();
   }
 });
 

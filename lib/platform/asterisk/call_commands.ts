@@ -29,6 +29,7 @@ import {
   WAIT_CONTEXT,
 } from "./call_model.ts";
 import type { CallTracker } from "./calls.ts";
+import { roomBridge } from "./rooms.ts";
 
 type Fields = Record<string, string | string[] | undefined>;
 
@@ -40,6 +41,8 @@ export interface CommandsContext {
   action(action: string, fields: Fields): Promise<AmiResponse>;
   /** Where MixMonitor writes (`SVC_ASTERISK_RECORDINGS_DIR`); "" for Asterisk's own. */
   recordingsDir: string;
+  /** The meeting room the channel `uniqueId` is in, null for none. */
+  roomOf(uniqueId: string): string | null;
 }
 
 /** How long a bridge with a channel still leaving its last one is tried again, and how often. */
@@ -146,8 +149,13 @@ export class CallCommands {
         return;
       case "mute":
         return await this.#mute(leg, command.on);
-      case "dtmf":
-        if (leg.state !== "up" || !this.ctx.tracker.peersOf(leg).length) throw notTalking(leg);
+      case "dtmf": {
+        // a meeting room asking the calling party its PIN reads them (the Receive of PlayDTMF)
+        const atPrompt = leg === leg.call.origin && leg.call.target === "room" &&
+          !leg.call.established;
+        if (leg.state !== "up" || (!atPrompt && !this.ctx.tracker.peersOf(leg).length)) {
+          throw notTalking(leg);
+        }
         for (const digit of command.digits) {
           await this.#act("PlayDTMF", {
             Channel: this.#channel(leg),
@@ -157,6 +165,7 @@ export class CallCommands {
           });
         }
         return;
+      }
       case "record":
         return await this.#record(leg, command.action);
       case "attach":
@@ -193,7 +202,7 @@ export class CallCommands {
     if (this.#control.transferOf(leg)) {
       throw refuse("in_transfer", `call ${leg.uniqueId} is transferring`);
     }
-    if (this.#control.conferenceOf(leg)) {
+    if (this.#control.conferenceOf(leg) || this.ctx.roomOf(leg.uniqueId)) {
       throw refuse("in_conference", `call ${leg.uniqueId} is in a conference`);
     }
   }
@@ -244,9 +253,10 @@ export class CallCommands {
   async #mute(leg: Leg, on: boolean): Promise<void> {
     if (leg.state === "ringing") throw notTalking(leg);
     const conference = this.#control.conferenceOf(leg);
-    if (conference) {
+    const room = this.ctx.roomOf(leg.uniqueId);
+    if (conference || room !== null) {
       await this.#act(on ? "ConfbridgeMute" : "ConfbridgeUnmute", {
-        Conference: conferenceName(conference.id),
+        Conference: conference ? conferenceName(conference.id) : roomBridge(room!),
         Channel: this.#channel(leg),
       });
     } else {
@@ -323,7 +333,7 @@ export class CallCommands {
     if (this.#control.transferOf(initiator) || this.#control.transferOf(transferred)) {
       throw refuse("in_transfer", "a party of that call is already in a transfer");
     }
-    if (this.#control.conferenceOf(initiator)) {
+    if (this.#control.conferenceOf(initiator) || this.ctx.roomOf(initiator.uniqueId)) {
       throw refuse("in_conference", `call ${initiator.uniqueId} is in a conference`);
     }
     if (initiator.state === "ringing") throw notTalking(initiator);
@@ -434,7 +444,7 @@ export class CallCommands {
 
   /** The host user's leg `party` is the peer of; `not_peer` otherwise. */
   #partnerOf(party: Leg, hostUserId: number): Leg {
-    if (this.#control.conferenceOf(party)) {
+    if (this.#control.conferenceOf(party) || this.ctx.roomOf(party.uniqueId)) {
       throw refuse("in_conference", `call ${party.uniqueId} is in a conference`);
     }
     const partner = this.#control.peerOf(party);
@@ -448,7 +458,7 @@ export class CallCommands {
     const host = this.#leg(hostCallId);
     const hostUserId = host.phone?.userId;
     if (hostUserId == null) throw refuse("no_user", `call ${hostCallId} is no user's`);
-    if (this.#control.conferenceOf(host)) {
+    if (this.#control.conferenceOf(host) || this.ctx.roomOf(host.uniqueId)) {
       throw refuse("in_conference", `call ${hostCallId} is in a conference`);
     }
     const hostPeer = this.#control.peerOf(host);

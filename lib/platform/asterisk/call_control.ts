@@ -58,7 +58,7 @@ export class ControlState {
   /** The one other party of `leg`: its svc hold's or transfer's, else its only peer. */
   peerOf(leg: Leg): Leg | null {
     if (leg.holdPeer) return leg.holdPeer;
-    if (this.conferenceOf(leg)) return null;
+    if (this.conferenceOf(leg) || this.ops.ctx.roomOf(leg.uniqueId)) return null;
     const peers = this.ops.peersOf(leg);
     return peers.length === 1 ? peers[0]! : null;
   }

@@ -170,6 +170,8 @@ export interface TrackerContext {
   emit(event: PlatformEvent): void;
   /** The call `linkedId` is none of the tracker's (a supervisor's listening call). */
   ignored(linkedId: string): boolean;
+  /** The meeting room the channel `uniqueId` is in (rooms.ts), null for none. */
+  roomOf(uniqueId: string): string | null;
   agents: AgentBook;
   /**
    * An AMI action the PBX needs after what it did (a party left alone on hold hung up, a held party

@@ -11,6 +11,7 @@ import type { PhoneEventType, QueueCallEvent, WaitingCall } from "../port.ts";
 import type { Phone } from "../directory.ts";
 import type { AmiMessage } from "./ami_message.ts";
 import { ControlState } from "./call_control.ts";
+import { bridgeRoom } from "./rooms.ts";
 import {
   type Call,
   type Channel,
@@ -331,6 +332,9 @@ export class CallTracker {
         case "OriginateResponse":
           this.#originateResponse(event);
           return true;
+        case "ConfbridgeJoin":
+          if (bridgeRoom(event.get("Conference")) !== null) return this.#roomJoined(event);
+          return this.control.handle(event, (id) => this.#liveLeg(id));
         case "UserEvent":
           if (/^SvcDial/.test(event.get("UserEvent") ?? "")) {
             this.#announced(event);
@@ -430,6 +434,8 @@ export class CallTracker {
     const linkedId = event.get("Linkedid");
     const name = event.get("Channel");
     if (!uniqueId || !linkedId || !name || this.ctx.ignored(linkedId)) return;
+    // ConfBridge's own channels (its announcer, its recorder) are no party of any call
+    if (/^CB(Ann|Rec)\//.test(name)) return;
     const channel: Channel = {
       uniqueId,
       linkedId,
@@ -637,6 +643,19 @@ export class CallTracker {
       transfer.recipient = answering;
     }
     for (const leg of announce) this.#phoneEvent(leg, "EventEstablished");
+  }
+
+  /**
+   * A party joined a meeting room (rooms.ts): the room answered it, after its PIN, as the
+   * simulator's does (`EventEstablished`).
+   */
+  #roomJoined(event: AmiMessage): boolean {
+    const leg = this.#liveLeg(event.get("Uniqueid") ?? "");
+    if (!leg || leg.call.established) return false;
+    leg.state = "up";
+    leg.answeredMs ??= this.ctx.now();
+    this.#establish(leg.call, null, [leg]);
+    return true;
   }
 
   /**

@@ -1,7 +1,7 @@
 /**
- * The Asterisk configuration svc generates from the configuration daemon's records: four files
- * the operator `#include`s once, at the end of `pjsip.conf`, `extensions.conf`, `queues.conf` and
- * `voicemail.conf`.
+ * The Asterisk configuration svc generates from the configuration daemon's records: five files
+ * the operator `#include`s once, at the end of `pjsip.conf`, `extensions.conf`, `queues.conf`,
+ * `voicemail.conf` and `confbridge.conf`.
  * Generation is pure and deterministic (records in id order, Unix newlines), so an unchanged
  * configuration gives byte-identical files and nothing is written or reloaded.
  *
@@ -52,8 +52,18 @@
  * - `ChanSpy(<uniqueid>,qESu)`: `u` names the channel by its uniqueid (exactly), `q` plays no beep
  *   nor name, `E` ends when that channel hangs up, `S` ends at once when it is already gone; no `w`
  *   or `B`: the supervisor is not heard.
+ * - A meeting room (docs/meetingrooms.md) is the ConfBridge conference `svc-room:<room id>` with
+ *   the bridge profile `svc-room-<room id>-bridge` (`max_members`: ConfBridge refuses one more
+ *   participant, playing `conf-locked`) and the user profile `svc-room-<room id>-user`. Its PIN is
+ *   set on the channel before `ConfBridge` (`CONFBRIDGE(user,template)` copies the room's profile
+ *   into the channel's own, then `CONFBRIDGE(user,pin)`), and `ConfBridge` then names no user
+ *   profile: a named one replaces the channel's own, and no PIN is asked (seen on Asterisk 22).
+ *   ConfBridge asks it (`conf-getpin`, digits then `#`), three tries, then plays
+ *   `conf-invalidpin` and hangs up. svc's invitation (`svc-room-invite`) names the profiles without
+ *   setting a PIN.
  */
 import { type AgentRecord, agents } from "../../store/agents.ts";
+import { type ConferenceRecord, conferences } from "../../store/conferences.ts";
 import {
   type CustomEndpointRecord,
   customEndpoints,
@@ -64,11 +74,13 @@ import {
 } from "../../store/endpoints.ts";
 import { EXTEN_PATTERN, type ExtensionRecord, extensions } from "../../store/extensions.ts";
 import { type LineRecord, lines } from "../../store/lines.ts";
+import { type MeetingRecord, meetings } from "../../store/meetings.ts";
 import { type QueueRecord, queues } from "../../store/queues.ts";
 import { allOf } from "../../store/records.ts";
 import type { Store } from "../../store/store.ts";
 import { type UserRecord, users } from "../../store/users.ts";
 import { type VoicemailRecord, voicemails } from "../../store/voicemails.ts";
+import { type RoomConfig, roomConfigs } from "../rooms.ts";
 
 /** The records the files are generated from. */
 export interface ConfigSnapshot {
@@ -81,6 +93,8 @@ export interface ConfigSnapshot {
   queues: readonly QueueRecord[];
   agents: readonly AgentRecord[];
   voicemails: readonly VoicemailRecord[];
+  conferences: readonly ConferenceRecord[];
+  meetings: readonly MeetingRecord[];
 }
 
 /** svc's agent context: a queue member's interface rings the line's device through it. */
@@ -100,6 +114,9 @@ export function agentMemberInterface(lineId: number): string {
 /** svc's listening context: a supervisor's phone listens to an agent's channel from there. */
 export const LISTEN_CONTEXT = "svc-listen";
 
+/** svc's invitation context: a user's phone svc calls into a room (`SVC_ROOM`) joins it there. */
+export const ROOM_INVITE_CONTEXT = "svc-room-invite";
+
 /** The generated files' contents. */
 export interface AsteriskConfig {
   /** `pjsip_svc.conf` */
@@ -110,6 +127,8 @@ export interface AsteriskConfig {
   queues: string;
   /** `voicemail_svc.conf` */
   voicemail: string;
+  /** `confbridge_svc.conf` */
+  confbridge: string;
 }
 
 /** The collections a snapshot reads: a write to any of them may change the files. */
@@ -124,6 +143,9 @@ export const SNAPSHOT_COLLECTIONS = [
   agents,
   voicemails,
 ] as const;
+
+/** The collections of the meeting rooms, read beside those (ten version keys at most at once). */
+export const ROOM_COLLECTIONS = [conferences, meetings] as const;
 
 /**
  * Every record the files are generated from (each collection read once, cached against its
@@ -144,6 +166,7 @@ export async function readConfigSnapshot(store: Store): Promise<ConfigSnapshot> 
     agentList,
     voicemailList,
   ] = await allOf(store, SNAPSHOT_COLLECTIONS);
+  const [conferenceList, meetingList] = await allOf(store, ROOM_COLLECTIONS);
   return {
     users: userList,
     lines: lineList,
@@ -154,6 +177,8 @@ export async function readConfigSnapshot(store: Store): Promise<ConfigSnapshot> 
     queues: queueList,
     agents: agentList,
     voicemails: voicemailList,
+    conferences: conferenceList,
+    meetings: meetingList,
   };
 }
 
@@ -171,6 +196,7 @@ export function asteriskConfig(snapshot: ConfigSnapshot): AsteriskConfig {
     extensions: extensionsFile(model),
     queues: queuesFile(model),
     voicemail: voicemailFile(model),
+    confbridge: confbridgeFile(model),
   };
 }
 
@@ -191,6 +217,7 @@ const RESERVED_CONTEXTS = new Set([
   "svc-conference",
   LISTEN_CONTEXT,
   AGENT_CONTEXT,
+  ROOM_INVITE_CONTEXT,
   // voicemail.conf's own sections
   "zonemessages",
   "aliases",
@@ -231,6 +258,8 @@ class Model {
   readonly custom: Map<number, CustomEndpointRecord>;
   readonly extensions: Map<number, ExtensionRecord>;
   readonly voicemails: Map<number, VoicemailRecord>;
+  /** The meeting rooms, conferences first, each in id order. */
+  readonly rooms: RoomConfig[];
 
   constructor(readonly snapshot: ConfigSnapshot) {
     const index = <T extends { id: number }>(records: readonly T[]) =>
@@ -241,6 +270,11 @@ class Model {
     this.custom = index(snapshot.customEndpoints);
     this.extensions = index(snapshot.extensions);
     this.voicemails = index(snapshot.voicemails);
+    this.rooms = roomConfigs(
+      byId(snapshot.conferences),
+      snapshot.extensions,
+      [...snapshot.meetings].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
   }
 
   /** The `<number>@<context>` of the user's enabled voicemail as a mailbox svc writes, or null. */
@@ -584,6 +618,13 @@ const CALL_CONTROL = [
   " same => n,ConfBridge(${SVC_CONFERENCE})",
   " same => n,Hangup()",
   "",
+  `; ${ROOM_INVITE_CONTEXT}: a user's phone svc calls into the meeting room SVC_ROOM (its id):`,
+  ";   it joins without being asked the room's PIN.",
+  `[${ROOM_INVITE_CONTEXT}]`,
+  "exten => s,1,NoOp(svc invites into room ${SVC_ROOM})",
+  " same => n,ConfBridge(svc-room:${SVC_ROOM},svc-room-${SVC_ROOM}-bridge,svc-room-${SVC_ROOM}-user)",
+  " same => n,Hangup()",
+  "",
   `; ${LISTEN_CONTEXT}: a supervisor's phone (originated here) listens to the channel whose`,
   ";   uniqueid is SVC_SPY: both sides of its call, without being heard, until either hangs up.",
   `[${LISTEN_CONTEXT}]`,
@@ -682,6 +723,8 @@ function extensionsFile(model: Model): string {
     ]);
   }
 
+  for (const room of usableRooms(model, notes)) add(room.context, roomEntry(room));
+
   if (notes.length) out.push("", ...notes);
   for (const context of [...contexts.keys()].sort()) {
     out.push("", `[${context}]`);
@@ -736,6 +779,80 @@ function extensionsFile(model: Model): string {
       " same => n,Hangup()",
     )
   );
+  return text(out);
+}
+
+// ---- the meeting rooms: extensions_svc.conf and confbridge_svc.conf
+
+/** A room id as it goes into a profile's name and the invitation's `SVC_ROOM`. */
+const ROOM_ID = /^(?:conference-\d+|meeting-[0-9a-f-]{36})$/;
+/** A music on hold class name. */
+const MOH_CLASS = /^[A-Za-z0-9_-]{1,80}$/;
+
+/** The rooms svc writes (those left out noted), each with a number that is an extension. */
+function usableRooms(model: Model, notes: string[]): (RoomConfig & { number: string })[] {
+  return model.rooms.flatMap((room) => {
+    const skip = (why: string) => (notes.push(`; room ${room.id} left out: ${why}`), []);
+    if (!ROOM_ID.test(room.id)) return skip("its id is not a usable name");
+    if (room.number === null) return [];
+    if (!EXTEN_PATTERN.test(room.number)) return skip("its number is not a valid extension");
+    if (!usableContext(room.context)) return skip("its context is not a usable context name");
+    if (room.pin !== null && !/^\d{1,80}$/.test(room.pin)) return skip("its PIN is not digits");
+    return [{ ...room, number: room.number }];
+  });
+}
+
+/** The profiles' names of a room (see the module's notes). */
+const bridgeProfile = (room: RoomConfig) => `svc-room-${room.id}-bridge`;
+const userProfile = (room: RoomConfig) => `svc-room-${room.id}-user`;
+
+/** The extension of a room: answered, its PIN set on the channel, then its ConfBridge. */
+function roomEntry(room: RoomConfig & { number: string }): string[] {
+  return [
+    `exten => ${room.number},1,NoOp(svc room ${room.id})`,
+    " same => n,Answer()",
+    ...(room.pin === null ? [] : [
+      ` same => n,Set(CONFBRIDGE(user,template)=${userProfile(room)})`,
+      ` same => n,Set(CONFBRIDGE(user,pin)=${room.pin})`,
+    ]),
+    // with a PIN, no user profile named: a named one would replace the channel's (seen live)
+    ` same => n,ConfBridge(svc-room:${room.id},${bridgeProfile(room)}${
+      room.pin === null ? `,${userProfile(room)}` : ""
+    })`,
+    " same => n,Hangup()",
+  ];
+}
+
+const yesNo = (value: boolean) => value ? "yes" : "no";
+
+/**
+ * The bridge and user profiles of every room (one with no number too: svc's invitation reaches
+ * it): its size limit and recording, what its participants hear, talk detection on (svc follows
+ * who talks, `ConfbridgeTalking`).
+ */
+function confbridgeFile(model: Model): string {
+  const out = header("confbridge_svc.conf", "confbridge.conf", "app_confbridge.so");
+  for (const room of model.rooms) {
+    if (!ROOM_ID.test(room.id)) continue; // noted in extensions_svc.conf
+    const music = room.music !== null && MOH_CLASS.test(room.music) ? room.music : null;
+    out.push(
+      "",
+      `; room ${room.id} (${room.type}${room.number ? `, ${room.number}@${room.context}` : ""})`,
+      `[${bridgeProfile(room)}]`,
+      "type = bridge",
+      ...(room.maxUsers > 0 ? [`max_members = ${room.maxUsers}`] : []),
+      `record_conference = ${yesNo(room.record)}`,
+      "",
+      `[${userProfile(room)}]`,
+      "type = user",
+      `quiet = ${yesNo(room.quiet)}`,
+      `announce_user_count = ${yesNo(room.announceUserCount)}`,
+      `announce_only_user = ${yesNo(room.announceOnlyUser)}`,
+      "music_on_hold_when_empty = yes",
+      ...(music ? [`music_on_hold_class = ${music}`] : []),
+      "talk_detection_events = yes",
+    );
+  }
   return text(out);
 }
 

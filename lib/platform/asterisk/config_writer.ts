@@ -18,6 +18,7 @@ import {
   type AsteriskConfig,
   asteriskConfig,
   readConfigSnapshot,
+  ROOM_COLLECTIONS,
   SNAPSHOT_COLLECTIONS,
 } from "./config_files.ts";
 
@@ -31,6 +32,7 @@ export const ASTERISK_FILES: readonly {
   { key: "extensions", name: "extensions_svc.conf", module: "pbx_config.so" },
   { key: "queues", name: "queues_svc.conf", module: "app_queue.so" },
   { key: "voicemail", name: "voicemail_svc.conf", module: "app_voicemail.so" },
+  { key: "confbridge", name: "confbridge_svc.conf", module: "app_confbridge.so" },
 ];
 
 export interface ConfigWriterOptions {
@@ -211,10 +213,11 @@ export class ConfigWriter {
     this.#firstChangeAt ??= now;
   }
 
-  /** The collections' version keys in one read, as one comparable string. */
+  /** The collections' version keys (two reads: ten keys at most at once), as one string. */
   async #versions(): Promise<string> {
-    const keys = SNAPSHOT_COLLECTIONS.map((collection) => collection.versionKey);
-    const entries = await this.#store.getMany(keys);
+    const read = (collections: readonly { versionKey: Deno.KvKey }[]) =>
+      this.#store.getMany(collections.map((collection) => collection.versionKey));
+    const entries = [...await read(SNAPSHOT_COLLECTIONS), ...await read(ROOM_COLLECTIONS)];
     return entries.map((entry) => entry.versionstamp ?? "-").join(",");
   }
 

@@ -45,6 +45,7 @@ import type {
   Transfer,
   TransferRequest,
 } from "../call_control.ts";
+import type { RoomCommand, RoomState } from "../rooms.ts";
 import { AgentBook, pbxMessage } from "./agents.ts";
 import {
   AmiClient,
@@ -57,7 +58,8 @@ import { ASTDB_FAMILY, keysToWrite, userKeys, writeKeys } from "./astdb.ts";
 import { CallCommands } from "./call_commands.ts";
 import { CallTracker, DIAL_DROPPED_EVENT, dialAnnouncement, type NewCall } from "./calls.ts";
 import { ASTERISK_FILES, ConfigWriter } from "./config_writer.ts";
-import { LISTEN_CONTEXT } from "./config_files.ts";
+import { LISTEN_CONTEXT, ROOM_INVITE_CONTEXT } from "./config_files.ts";
+import { RoomBook } from "./rooms.ts";
 import { listenAnnouncement, Spies, type SpyFields } from "./listen.ts";
 
 export interface AsteriskOptions {
@@ -127,6 +129,7 @@ export class AsteriskPlatform implements Platform {
   readonly #calls: CallTracker;
   readonly #commands: CallCommands;
   readonly #spies: Spies;
+  readonly #rooms: RoomBook;
   readonly #writer: ConfigWriter;
   /** Device → its last known state (`DeviceStateChange`). */
   readonly #devices = new Map<string, string>();
@@ -210,8 +213,14 @@ export class AsteriskPlatform implements Platform {
       emit: (event: PlatformEvent) => this.#emit(event),
       now: () => options.clock.now(),
       ignored: (linkedId: string) => this.#spies.has(linkedId),
+      roomOf: (uniqueId: string) => this.#rooms.roomOf(uniqueId),
     };
     this.#spies = new Spies(ctx.emit);
+    this.#rooms = new RoomBook({
+      ...ctx,
+      action: (action, fields) => this.#action(action, fields),
+      recordingsDir: options.recordingsDir ?? "",
+    });
     this.#agents = new AgentBook({
       ...ctx,
       // a wrap-up ending on the clock has no AMI event to carry its state: handed over at once,
@@ -245,6 +254,7 @@ export class AsteriskPlatform implements Platform {
       now: () => options.clock.now(),
       action: (action, fields) => this.#action(action, fields),
       recordingsDir: options.recordingsDir ?? "",
+      roomOf: ctx.roomOf,
     });
     this.#writer = new ConfigWriter({
       store,
@@ -617,6 +627,53 @@ export class AsteriskPlatform implements Platform {
     await this.#command(() => this.#commands.endConference(conferenceId));
   }
 
+  rooms(): Promise<RoomState[]> {
+    return Promise.resolve(this.#rooms.rooms());
+  }
+
+  async roomCommand(roomId: string, callId: string, command: RoomCommand): Promise<void> {
+    await this.#command(() => this.#rooms.command(roomId, callId, command));
+  }
+
+  async recordRoom(roomId: string, on: boolean): Promise<void> {
+    await this.#command(() => this.#rooms.record(roomId, on));
+  }
+
+  async endRoom(roomId: string): Promise<void> {
+    await this.#command(() => this.#rooms.end(roomId));
+  }
+
+  /**
+   * The user's phone is originated into `svc-room-invite`, which joins the ConfBridge of the room
+   * (its id in `SVC_ROOM`) without asking its PIN; the phone shows the room calling. The call is
+   * registered as a dial of the room's number, so the user gets the events of one.
+   */
+  async inviteToRoom(user: UserRecord, roomId: string): Promise<CallStarted> {
+    const dir = await this.#directory();
+    const room = dir.rooms.get(roomId);
+    if (!room?.number) throw new PlatformRefusal("no_room", `no room ${roomId} to join`);
+    const phone = dir.phoneOfUser(user.id);
+    if (!phone?.interface) throw noLine(user);
+    this.#rooms.checkNotFull(room);
+    const current = dir.users.get(user.id) ?? user;
+    return await this.#originate({
+      kind: "user",
+      context: room.context,
+      dialled: room.number,
+      shownNumber: phone.extension,
+      shownName: fullName(current),
+      src: { userId: user.id, username: user.username ?? "", number: phone.extension },
+      userData: {},
+      originate: { channel: phone.interface, exten: "s", context: ROOM_INVITE_CONTEXT },
+      callerPhone: phone,
+    }, {
+      callerId: callerIdText(room.name || room.number, room.number),
+      timeoutMs: current.ring_seconds * 1000,
+      variables: {},
+      channelVariables: [`SVC_ROOM=${room.id}`],
+    });
+  }
+
   /** Disconnects (with a Logoff), stops every timer, gives the lease back. */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -883,6 +940,8 @@ export class AsteriskPlatform implements Platform {
           // a listening call's events are its own; its channel's others the tracker leaves alone
           if (this.#spies.handle(event) && event.event !== "Newchannel") break;
           if (this.#calls.handle(event)) this.#statusVersion++;
+          // a room's join: its party's EventEstablished (the tracker's) first, then the room's
+          this.#rooms.handle(event);
       }
     } catch (error) {
       // a PBX sending what svc does not expect must never stop the others' events
@@ -967,6 +1026,8 @@ export class AsteriskPlatform implements Platform {
     const cause = this.#cause;
     const linkedId = event.kind === "agent" || event.kind === "voicemail"
       ? undefined
+      : event.kind === "room"
+      ? event.participant?.linkedId
       : event.linkedId;
     const ownId = !cause?.replayable || (linkedId !== undefined && this.#gapCalls.has(linkedId));
     if (event.kind === "call_ended") this.#gapCalls.delete(event.linkedId);
@@ -1130,6 +1191,8 @@ export class AsteriskPlatform implements Platform {
       );
       await this.#agents.resync(queues.items.filter((item) => item.event === "QueueMember"));
       this.#handOver();
+      await this.#rooms.resync();
+      this.#handOver();
       await this.#syncAstdb();
       this.#statusVersion++;
       if (this.#leader) await this.#writer.sync();
@@ -1230,6 +1293,8 @@ function eventKind(event: PlatformEvent): string {
       return `l/${event.linkedId}/${event.started}`;
     case "voicemail":
       return `v/${event.voicemailId}/${event.newMessages}/${event.oldMessages}`;
+    case "room":
+      return `r/${event.roomId}/${event.event}/${event.participant?.callId ?? ""}`;
   }
 }
 

@@ -15,17 +15,20 @@ import {
 import type { Directory } from "../directory.ts";
 import { PlatformRefusal, usrVariables } from "../port.ts";
 import { agentEvent } from "./agents.ts";
+import { leaveRoom, setMuted, typePin } from "./rooms.ts";
 import { dialFrom, numberOf } from "./calls.ts";
 import {
   answerLeg,
   bridgeLegs,
   endCall,
+  endIfIdle,
   endLeg,
   leftQueue,
   legContext,
   peersOf,
   phoneEvent,
   rejectLeg,
+  release,
   unbridge,
 } from "./legs.ts";
 import {
@@ -136,9 +139,12 @@ function legOf(sim: SimState, callId: string): Leg {
 /** The one other party of `leg`: its peer of a two-party talk, or the one its svc hold is with. */
 function peerOf(leg: Leg): Leg | null {
   if (leg.holdPeer) return leg.holdPeer;
-  const peers = leg.bridge && !leg.bridge.conference ? peersOf(leg) : [];
+  const peers = leg.bridge && !inGroup(leg) ? peersOf(leg) : [];
   return peers.length === 1 ? peers[0]! : null;
 }
+
+/** `leg` is in an ad-hoc conference or a meeting room: it has no one peer to hold or transfer. */
+const inGroup = (leg: Leg) => Boolean(leg.bridge?.conference || leg.bridge?.room);
 
 /** The transfer in progress `leg` is a party of (initiator, transferred or recipient). */
 function transferOf(sim: SimState, leg: Leg): Transfer | null {
@@ -168,9 +174,10 @@ export async function callCommand(step: Step, callId: string, command: CallComma
       return await partyHangsUp(step, leg);
     case "mute":
       if (!talking(leg)) throw notTalking(leg);
-      leg.muted = command.on;
-      return;
+      return setMuted(step, leg, command.on);
     case "dtmf": {
+      // a meeting room asking the party its PIN reads them
+      if (leg.state === "up" && await typePin(step, leg, command.digits)) return;
       const peers = peersOf(leg);
       if (leg.state !== "up" || !peers.length) throw notTalking(leg);
       for (const peer of peers) peer.heardDigits += command.digits;
@@ -191,9 +198,7 @@ function hold(step: Step, leg: Leg): void {
   if (transferOf(step.sim, leg)) {
     throw refuse("in_transfer", `call ${leg.uniqueId} is transferring`);
   }
-  if (leg.bridge?.conference) {
-    throw refuse("in_conference", `call ${leg.uniqueId} is in a conference`);
-  }
+  if (inGroup(leg)) throw refuse("in_conference", `call ${leg.uniqueId} is in a conference`);
   if (leg.heldBy) return; // already on hold
   const peer = peerOf(leg);
   if (leg.state !== "up" || !peer) throw notTalking(leg);
@@ -260,20 +265,6 @@ function recordChanged(step: Step, leg: Leg): void {
 
 // --- hanging up ----------------------------------------------------------------------------------
 
-/** `leg` ends: `EventReleased` to its user when it had an event. */
-function release(step: Step, leg: Leg): void {
-  if (leg.ended) return;
-  if (leg.announced) phoneEvent(step, leg, "EventReleased");
-  endLeg(step, leg);
-}
-
-/** A call none of whose parties is left ends (its history). */
-async function endIfIdle(step: Step, call: Leg["call"]): Promise<void> {
-  if (!call.ended && call.legs.every((leg) => leg.ended || leg.role === "queue")) {
-    await endCall(step, call);
-  }
-}
-
 /**
  * A party that answered hangs up. A conference member leaves it (the host ends it); a transfer's
  * initiator hands the transferred party over: it calls the recipient anew (a PBX ends the
@@ -284,6 +275,8 @@ async function endIfIdle(step: Step, call: Leg["call"]): Promise<void> {
 export async function partyHangsUp(step: Step, leg: Leg): Promise<void> {
   const conference = leg.bridge?.conference;
   if (conference) return await leaveConference(step, conference, leg);
+  const room = leg.bridge?.room;
+  if (room) return await leaveRoom(step, room, leg);
   const transfer = transferOf(step.sim, leg);
   if (transfer?.initiator === leg) return await redial(step, transfer);
   if (transfer?.recipient === leg && transfer.status === "answered") {
@@ -324,7 +317,7 @@ export async function startTransfer(step: Step, request: TransferRequest): Promi
   if (transferOf(step.sim, initiator) || transferOf(step.sim, transferred)) {
     throw refuse("in_transfer", "a party of that call is already in a transfer");
   }
-  if (initiator.bridge?.conference) {
+  if (inGroup(initiator)) {
     throw refuse("in_conference", `call ${initiator.uniqueId} is in a conference`);
   }
   if (!talking(initiator)) throw notTalking(initiator);
@@ -489,15 +482,13 @@ export async function startConference(
 ): Promise<ConferenceView> {
   const host = legOf(step.sim, hostCallId);
   if (host.userId === null) throw refuse("no_user", `call ${hostCallId} is no user's`);
-  if (host.bridge?.conference) {
-    throw refuse("in_conference", `call ${hostCallId} is in a conference`);
-  }
+  if (inGroup(host)) throw refuse("in_conference", `call ${hostCallId} is in a conference`);
   const hostPeer = peerOf(host);
   if (!talking(host) || !hostPeer) throw notTalking(host);
   const listed = participantCallIds.map((id) => legOf(step.sim, id));
   const participants = listed.includes(hostPeer) ? listed : [hostPeer, ...listed];
   const partners = participants.map((party) => {
-    if (party.bridge?.conference) {
+    if (inGroup(party)) {
       throw refuse("in_conference", `call ${party.uniqueId} is in a conference`);
     }
     return hostLegOf(party, host.userId!);
@@ -521,9 +512,7 @@ export async function startConference(
 /** Adds a party (the peer of one of the host user's other legs) to the conference. */
 export async function addToConference(step: Step, conference: Conference, callId: string) {
   const party = legOf(step.sim, callId);
-  if (party.bridge?.conference) {
-    throw refuse("in_conference", `call ${party.uniqueId} is in a conference`);
-  }
+  if (inGroup(party)) throw refuse("in_conference", `call ${party.uniqueId} is in a conference`);
   await join(step, conference, party, hostLegOf(party, conference.host.userId!));
 }
 

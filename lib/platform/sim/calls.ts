@@ -20,6 +20,7 @@ import {
   ringLeg,
 } from "./legs.ts";
 import { enqueue } from "./queues.ts";
+import { reachRoom } from "./rooms.ts";
 import { toVoicemail } from "./voicemail.ts";
 import {
   type Call,
@@ -145,6 +146,11 @@ export async function reachTarget(
   }
   if (target.kind === "phone") return await reachPhone(step, call, target.phone, number);
   if (target.kind === "external") return await reachExternal(step, call, number);
+  if (target.kind === "room") {
+    // the party that dialled joins; a call with nobody dialling it (to queue) has none
+    if (!call.origin) return await endCall(step, call);
+    return await reachRoom(step, call.origin, target.room, target.invited ?? false);
+  }
   if (call.kind === "to_queue") {
     // a queue cannot answer a call that waits in a queue once answered: nothing to connect
     return await endCall(step, call);

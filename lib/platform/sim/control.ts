@@ -4,6 +4,7 @@
  */
 import { type PhoneStatus, PlatformRefusal } from "../port.ts";
 import { answerLeg, hangupLeg, holdLeg, rejectLeg, resumeLeg } from "./legs.ts";
+import { callCommand } from "./call_control.ts";
 import type { Directory, Phone } from "../directory.ts";
 import {
   EXTERNAL,
@@ -164,6 +165,20 @@ async function actOn(step: Step, phone: Phone | null, action: SimAction): Promis
   else if (action === "hangup") await hangupLeg(step, leg);
   else if (action === "hold") holdLeg(step, leg);
   else resumeLeg(step, leg);
+}
+
+/**
+ * `extension`'s user presses `digits` (`0-9*#`) on the phone's call that is up: what svc's DTMF
+ * command does to that party (a meeting room asking its PIN reads them).
+ */
+export async function pressKeys(step: Step, extension: string, digits: string): Promise<void> {
+  const phone = controlledPhone(step.dir, extension);
+  const leg = step.sim.legsOf(phone).find((leg) => leg.state === "up");
+  if (!leg) throw new PlatformRefusal("no_call", `phone ${extension} has no call up`);
+  if (!/^[0-9*#]{1,64}$/.test(digits)) {
+    throw new PlatformRefusal("bad_digits", "digits are 1 to 64 of 0-9, * and #");
+  }
+  await callCommand(step, leg.uniqueId, { kind: "dtmf", digits });
 }
 
 /** Sets the policy of `extension` (or `external`) for its next calls. */

@@ -42,6 +42,7 @@ export function newLeg(
     record: "inactive",
     heardDigits: "",
     transfer: null,
+    pinPrompt: null,
     ...fields,
   };
   call.legs.push(leg);
@@ -118,6 +119,20 @@ export function endLeg(step: Step, leg: Leg): void {
   if (leg.holdPeer?.holdPeer === leg) leg.holdPeer.holdPeer = null;
   leg.holdPeer = null;
   if (leg.agentId !== null) step.sim.endedAgentLegs.push(leg);
+}
+
+/** `leg` ends: `EventReleased` to its user when it had an event. */
+export function release(step: Step, leg: Leg): void {
+  if (leg.ended) return;
+  if (leg.announced) phoneEvent(step, leg, "EventReleased");
+  endLeg(step, leg);
+}
+
+/** A call none of whose parties is left ends (its history). */
+export async function endIfIdle(step: Step, call: Leg["call"]): Promise<void> {
+  if (!call.ended && call.legs.every((leg) => leg.ended || leg.role === "queue")) {
+    await endCall(step, call);
+  }
 }
 
 /** `legs` talk together, out of the bridges they were in (a conference's when one is given). */

@@ -30,6 +30,7 @@ import type {
   Transfer,
   TransferRequest,
 } from "../call_control.ts";
+import type { RoomCommand, RoomState } from "../rooms.ts";
 import { login, logout, pause, presence, settleAgents, unpause } from "./agents.ts";
 import {
   addToConference,
@@ -54,6 +55,7 @@ import {
   phoneList,
   phoneStatus,
   type PolicyChange,
+  pressKeys,
   setPolicy,
   type SimAction,
   type SimCall,
@@ -64,6 +66,7 @@ import { EventDelivery } from "../delivery.ts";
 import { listen, settleSpies } from "./listen.ts";
 import { dispatch, enqueue, waitingCalls } from "./queues.ts";
 import { mailboxCounts } from "./voicemail.ts";
+import { checkRoomNotFull, endRoom, recordRoom, roomCommand, roomList, roomOfId } from "./rooms.ts";
 import { type PhonePolicy, SimState, type Step, type TimerOwner } from "./state.ts";
 
 export type { PolicyChange, SimAction, SimCall, SimPhone } from "./control.ts";
@@ -294,6 +297,50 @@ export class SimPlatform implements Platform {
     return this.#step((step) => endConference(step, conferenceOfId(step.sim, conferenceId)));
   }
 
+  async rooms(): Promise<RoomState[]> {
+    return roomList(this.#sim, await this.#directory.load({ recent: true }));
+  }
+
+  roomCommand(roomId: string, callId: string, command: RoomCommand): Promise<void> {
+    return this.#step((step) => roomCommand(step, roomOfId(step.sim, roomId), callId, command));
+  }
+
+  recordRoom(roomId: string, on: boolean): Promise<void> {
+    return this.#step((step) => Promise.resolve(recordRoom(step, roomOfId(step.sim, roomId), on)));
+  }
+
+  /** Nobody in the room: nothing to do. */
+  endRoom(roomId: string): Promise<void> {
+    return this.#step(async (step) => {
+      const room = step.sim.rooms.get(roomId);
+      if (room) await endRoom(step, room);
+    });
+  }
+
+  /** As {@link dialUser}, toward the room: no PIN asked once the user's phone answered. */
+  inviteToRoom(user: UserRecord, roomId: string): Promise<CallStarted> {
+    return this.#step(async (step) => {
+      const config = step.dir.rooms.get(roomId);
+      if (!config?.number) throw new PlatformRefusal("no_room", `no room ${roomId} to join`);
+      const phone = step.dir.phoneOfUser(user.id);
+      if (!phone) throw noLine(user);
+      checkRoomNotFull(step.sim, config);
+      const call = await dialFromPhone(
+        step,
+        step.dir.users.get(user.id) ?? user,
+        phone,
+        config.number,
+        {},
+        (next) => {
+          // the room as configured when the phone answers; deleted meanwhile: the call fails
+          const room = next.dir.rooms.get(roomId);
+          return room ? { kind: "room", room, invited: true } : null;
+        },
+      );
+      return { linkedId: call.linkedId };
+    });
+  }
+
   /** Nothing to push: the simulator reads the user record at each call. */
   userServicesChanged(_user: UserRecord): Promise<void> {
     return Promise.resolve();
@@ -407,6 +454,14 @@ export class SimPlatform implements Platform {
   /** Acts on the phone's current call (`no_phone`, `no_call` refusals). */
   act(extension: string, action: SimAction): Promise<void> {
     return this.#step((step) => act(step, extension, action));
+  }
+
+  /**
+   * The phone's user presses keys on its current call (the one up): a meeting room asking its PIN
+   * reads them, else the others hear them (`no_phone`, `no_call`, `not_talking` refusals).
+   */
+  pressKeys(extension: string, digits: string): Promise<void> {
+    return this.#step((step) => pressKeys(step, extension, digits));
   }
 
   /** Sets how the phone (or `external`) answers its next calls. */

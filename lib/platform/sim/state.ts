@@ -4,6 +4,7 @@
  */
 import type { AgentView } from "../agent_rules.ts";
 import type { RecordState } from "../call_control.ts";
+import type { RoomConfig } from "../rooms.ts";
 import type { ListenEvent, PlatformEvent, VoicemailCounts } from "../port.ts";
 import type { Rung } from "../call_records.ts";
 import type { Directory, Phone } from "../directory.ts";
@@ -110,12 +111,32 @@ export interface Leg extends TimerOwner {
   heardDigits: string;
   /** The attended transfer this leg initiates, while it is in progress. */
   transfer: Transfer | null;
+  /** The meeting room asking this leg its PIN (`rooms.ts`), while it does. */
+  pinPrompt: PinPrompt | null;
 }
 
-/** Legs that hear each other: two parties, or an ad-hoc conference's members. */
+/** Legs that hear each other: two parties, an ad-hoc conference's members, a room's. */
 export interface Bridge {
   legs: Set<Leg>;
   conference: Conference | null;
+  room?: Room | null;
+}
+
+/** A meeting room with someone in it (`rooms.ts`): its members hear each other. */
+export interface Room {
+  config: RoomConfig;
+  bridge: Bridge;
+  /** Members in joining order, with when each joined. */
+  members: Map<Leg, number>;
+  recording: boolean;
+  startedMs: number;
+}
+
+/** A room asking a leg its PIN: the digits typed since the last `#`, the wrong tries so far. */
+export interface PinPrompt {
+  room: RoomConfig;
+  typed: string;
+  tries: number;
 }
 
 /** An attended transfer in progress (call_control.ts); its id is its initiator's uniqueId. */
@@ -257,6 +278,8 @@ export class SimState {
   readonly conferences = new Map<string, Conference>();
   /** The voicemail boxes' messages, by voicemail id (none: empty). */
   readonly mailboxes = new Map<number, VoicemailCounts>();
+  /** The meeting rooms with someone in them, by room id. */
+  readonly rooms = new Map<string, Room>();
   /**
    * A party hangs up (its phone, a timer, svc): set by mod.ts to the rules of call_control.ts,
    * which reach the legs of transfers and conferences from above.

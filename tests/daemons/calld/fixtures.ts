@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import type { UserRecord } from "../../../lib/store/users.ts";
 import { phoneUser, type SimContext, simSetup } from "../../lib/platform/fixtures.ts";
 import { ctiToken, tokenHolding } from "../agentd/fixtures.ts";
+import { expectJson } from "../../helpers.ts";
 
 export interface CalldWorld {
   t: SimContext;
@@ -20,8 +21,9 @@ export interface CalldWorld {
   act(extension: string, action: "answer" | "reject" | "hangup" | "hold" | "resume"): Promise<void>;
 }
 
-export async function calldWorld(): Promise<CalldWorld> {
-  const t = await simSetup();
+/** The world; `env` adds settings. */
+export async function calldWorld(env: Record<string, string> = {}): Promise<CalldWorld> {
+  const t = await simSetup(env);
   const alice = await phoneUser(t, "alice", "1001", { lastname: "Liddell" });
   const bob = await phoneUser(t, "bob", "1002");
   const carol = await phoneUser(t, "carol", "1003");
@@ -56,25 +58,11 @@ export function calld(t: Pick<SimContext, "ctx">, token: string | null) {
       },
       body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
     }));
+  const expect = expectJson(call, "/1.0");
   return {
     call,
     /** `method path` answering `status` with JSON (the parsed body), or 204 with none (null). */
-    async expect<T = Record<string, unknown>>(
-      status: number,
-      method: string,
-      path: string,
-      body?: unknown,
-    ): Promise<T> {
-      const response = await call(method, path, body);
-      const text = await response.text();
-      assert.equal(response.status, status, `${method} /1.0${path}: ${text}`);
-      if (status === 204) {
-        assert.equal(text, "");
-        return null as T;
-      }
-      assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
-      return JSON.parse(text);
-    },
+    expect,
     /** `method path` answering the daemon's error `status`/`errorId`; answers its details. */
     async error(
       status: number,
@@ -83,7 +71,7 @@ export function calld(t: Pick<SimContext, "ctx">, token: string | null) {
       path: string,
       body?: unknown,
     ): Promise<Record<string, unknown>> {
-      const error = await this.expect<Record<string, unknown>>(status, method, path, body);
+      const error = await expect<Record<string, unknown>>(status, method, path, body);
       assert.deepEqual(Object.keys(error).sort(), ["details", "error_id", "message", "timestamp"]);
       assert.equal(error.error_id, errorId, JSON.stringify(error));
       assert.equal(typeof error.message, "string");

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { TestContext } from "../../helpers.ts";
+import { alicesRoom, roomsWorld } from "../../routes/meetingrooms_fixtures.ts";
 import { calldWorld } from "./fixtures.ts";
 
 /** The client's `CalldError`: the four keys of an error body. */
@@ -128,6 +129,24 @@ function wazoCalldClient(ctx: TestContext, token: string) {
       complete_transfer: (id: string) => request("PUT", `/transfers/${id}/complete`, 204),
       cancel_transfer_from_user: (id: string) =>
         request("DELETE", `/users/me/transfers/${id}`, 204),
+    },
+    conferences: {
+      list_participants: (id: number) => request("GET", `/conferences/${id}/participants`, 200),
+      user_list_participants: (id: number) =>
+        request("GET", `/users/me/conferences/${id}/participants`, 200),
+      kick_participant: (id: number, participant: string) =>
+        request("DELETE", `/conferences/${id}/participants/${participant}`, 204),
+      mute_participant: (id: number, participant: string) =>
+        request("PUT", `/conferences/${id}/participants/${participant}/mute`, 204),
+      unmute_participant: (id: number, participant: string) =>
+        request("PUT", `/conferences/${id}/participants/${participant}/unmute`, 204),
+      record: (id: number) => request("POST", `/conferences/${id}/record`, 204),
+      stop_record: (id: number) => request("DELETE", `/conferences/${id}/record`, 204),
+    },
+    meetings: {
+      list_participants: (uuid: string) => request("GET", `/meetings/${uuid}/participants`, 200),
+      user_list_participants: (uuid: string) =>
+        request("GET", `/users/me/meetings/${uuid}/participants`, 200),
     },
     adhoc_conferences: {
       create_from_user: (host: string, ...participants: string[]) =>
@@ -287,5 +306,52 @@ Deno.test("wazo-calld-client: every failure is a CalldError it can read", async 
   assert.equal(
     await raised(() => alice.adhoc_conferences.remove_participant_from_user("1.1", "2.2")),
     "adhoc-conference-not-found",
+  );
+});
+
+Deno.test("wazo-calld-client: a conference's participants listed, muted, kicked, recorded; a meeting's listed", async () => {
+  const w = await roomsWorld();
+  const { alice, admin } = await aliceAndAdmin(w);
+  const conference = await w.t.api.create("/conferences", { name: "Hall", pin: "77" });
+  const extension = await w.t.api.create("/extensions", { exten: "4000", context: "default" });
+  await w.t.api.put(`/conferences/${conference.id}/extensions/${extension.id}`);
+  await w.join(w.alice, "4000", "77");
+  await w.join(w.bob, "4000", "77");
+  const { items } = await admin.conferences.list_participants(conference.id);
+  assert.deepEqual(items.map((p: { user_uuid: string }) => p.user_uuid), [
+    w.alice.uuid,
+    w.bob.uuid,
+  ]);
+  assert.equal((await alice.conferences.user_list_participants(conference.id)).total, 2);
+  const bob = items[1].id as string;
+  await admin.conferences.mute_participant(conference.id, bob);
+  assert.equal((await admin.conferences.list_participants(conference.id)).items[1].muted, true);
+  await admin.conferences.unmute_participant(conference.id, bob);
+  await admin.conferences.record(conference.id);
+  assert.equal(
+    await raised(() => admin.conferences.record(conference.id)),
+    "conference-already-recorded",
+  );
+  await admin.conferences.stop_record(conference.id);
+  await admin.conferences.kick_participant(conference.id, bob);
+  assert.equal((await admin.conferences.list_participants(conference.id)).total, 1);
+  assert.equal(
+    await raised(() => admin.conferences.kick_participant(conference.id, bob)),
+    "no-such-participant",
+  );
+  assert.equal(
+    await raised(() => admin.conferences.list_participants(999)),
+    "no-such-conference",
+  );
+
+  // alice's meeting: she lists it as its owner, the administrator as such
+  const room = await alicesRoom(w, { userPin: "1" });
+  await w.join(w.carol, room.number, "1");
+  const mine = await alice.meetings.user_list_participants(room.id);
+  assert.deepEqual(mine.items.map((p: { user_uuid: string }) => p.user_uuid), [w.carol.uuid]);
+  assert.equal((await admin.meetings.list_participants(room.id)).total, 1);
+  assert.equal(
+    await raised(() => admin.meetings.list_participants("00000000-0000-4000-8000-000000000000")),
+    "no-such-meeting",
   );
 });

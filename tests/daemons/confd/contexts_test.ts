@@ -51,6 +51,7 @@ Deno.test("/1.1/contexts: create, get, update, delete", async (t) => {
       enabled: true,
       user_ranges: [{ start: "2000", end: "2099" }],
       queue_ranges: [],
+      conference_room_ranges: [],
     });
   });
 

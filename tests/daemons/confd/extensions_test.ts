@@ -22,7 +22,14 @@ Deno.test("/1.1/extensions: create, list, get, update, delete", async (t) => {
       line_id: 7,
     });
     id = body.id;
-    assert.deepEqual(body, { id, exten: "1001", context: "default", enabled: true, line: null });
+    assert.deepEqual(body, {
+      id,
+      exten: "1001",
+      context: "default",
+      enabled: true,
+      line: null,
+      conference: null,
+    });
     const stored = await findExtension(ctx.services.store, "1001", "default");
     assert.deepEqual(stored, {
       id,
@@ -57,7 +64,14 @@ Deno.test("/1.1/extensions: create, list, get, update, delete", async (t) => {
     const response = await api.put(`/extensions/${id}`, { exten: "1002", enabled: false });
     assert.equal(response.status, 204);
     const body = await (await api.get(`/extensions/${id}`)).json();
-    assert.deepEqual(body, { id, exten: "1002", context: "default", enabled: false, line: null });
+    assert.deepEqual(body, {
+      id,
+      exten: "1002",
+      context: "default",
+      enabled: false,
+      line: null,
+      conference: null,
+    });
     assert.equal(await findExtension(ctx.services.store, "1001", "default"), null);
   });
 
@@ -139,6 +153,7 @@ Deno.test("/1.1/extensions: every error", async (t) => {
       context: "default",
       enabled: false,
       line: { id: lineId },
+      conference: null,
     });
   });
 

@@ -26,6 +26,7 @@ import {
   type ListenLine,
   type PhoneLine,
   type QueueLine,
+  type RoomLine,
   type Scenario,
   type VoicemailLine,
   type World,
@@ -101,6 +102,7 @@ export async function onSimulator(scenario: Scenario): Promise<Outcome & { w: Wo
       await sim.setPolicy(extension, { policy });
     },
     advance: (ms: number) => ctx.clock.advance(ms),
+    keys: (extension: string, digits: string) => sim.pressKeys(extension, digits),
   };
   for (const [i, step] of scenario.steps.entries()) {
     await watch.check(`before step ${i}`);
@@ -159,14 +161,19 @@ export async function onAsterisk(
 const PEOPLE: Record<string, string> = { "1001": "alice", "1002": "bob", "1003": "carol" };
 
 /** The events as the table writes them: calls and legs numbered by order of appearance. */
-function lines(events: PlatformEvent[]): (PhoneLine | AgentLine | ListenLine | VoicemailLine)[] {
+function lines(
+  events: PlatformEvent[],
+): (PhoneLine | AgentLine | ListenLine | VoicemailLine | RoomLine)[] {
   const calls = new Map<string, number>();
   const legs = new Map<string, number>();
+  const muted = new Map<string, boolean>();
   const number = (map: Map<string, number>, id: string) => {
     if (!map.has(id)) map.set(id, map.size + 1);
     return map.get(id)!;
   };
-  return events.flatMap((event): (PhoneLine | AgentLine | ListenLine | VoicemailLine)[] => {
+  return events.flatMap((
+    event,
+  ): (PhoneLine | AgentLine | ListenLine | VoicemailLine | RoomLine)[] => {
     if (event.kind === "phone") {
       return [[
         event.username,
@@ -186,6 +193,19 @@ function lines(events: PlatformEvent[]): (PhoneLine | AgentLine | ListenLine | V
     }
     if (event.kind === "voicemail") {
       return [["voicemail", event.newMessages, event.oldMessages]];
+    }
+    if (event.kind === "room") {
+      // talking comes from Asterisk's talk detection only (the simulator has no sound): an update
+      // is a line when it mutes or unmutes
+      const concerned = event.participant;
+      if (event.event === "update" && concerned) {
+        if ((muted.get(concerned.callId) ?? false) === concerned.muted) return [];
+      }
+      if (concerned) muted.set(concerned.callId, concerned.muted);
+      const members = event.event === "recording"
+        ? event.recording ? "on" : "off"
+        : event.participants.map((p) => `${p.username}${p.muted ? "*" : ""}`).join(" ");
+      return [["room", event.event, event.participant?.username ?? "", members]];
     }
     return [];
   });

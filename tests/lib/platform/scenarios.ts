@@ -18,6 +18,10 @@ import type { QueueRecord } from "../../../lib/store/queues.ts";
 import type { UserRecord } from "../../../lib/store/users.ts";
 import type { Confd } from "../../helpers.ts";
 import { setDnd, setForward } from "../../../lib/user_services.ts";
+import { meetingRecord } from "../../../lib/meetingrooms/rooms.ts";
+import { meetings } from "../../../lib/store/meetings.ts";
+import { transact } from "../../../lib/store/records.ts";
+import { meetingRoomId } from "../../../lib/platform/rooms.ts";
 
 /** What a scenario works with, on either adapter. */
 export interface World {
@@ -37,6 +41,8 @@ export interface SimPhones {
   policy(extension: string, policy: "auto" | "manual" | "busy" | "unavailable"): Promise<void>;
   /** Moves virtual time on (a phone ringing out). */
   advance(ms: number): Promise<void>;
+  /** The phone's user presses keys on its call (a meeting room's PIN, then `#`). */
+  keys(extension: string, digits: string): Promise<void>;
 }
 
 export interface Step {
@@ -59,6 +65,11 @@ export type VoicemailLine = ["voicemail", number, number];
  * or the agent's number (`answered`, `completed`).
  */
 export type QueueLine = [string, string, string, string];
+/**
+ * A meeting room's event: what happened, the participant concerned ("" for none: a recording),
+ * then the room's members after it, each its username, `*` when muted (a recording: `on`, `off`).
+ */
+export type RoomLine = ["room", "joined" | "left" | "update" | "recording", string, string];
 /** A history record: whose, status, src and dst username, src and dst number, answered. */
 export type HistoryLine = [string, string, string, string, string, string, boolean];
 
@@ -99,7 +110,7 @@ export interface Scenario {
   /** Configuration the scenario needs beyond the people's, made before the platform starts. */
   prepare?(w: World): Promise<void>;
   steps: Step[];
-  events: (PhoneLine | AgentLine | ListenLine | VoicemailLine)[];
+  events: (PhoneLine | AgentLine | ListenLine | VoicemailLine | RoomLine)[];
   /** The queue events, in order (none when left out). */
   queue?: QueueLine[];
   history: HistoryLine[];
@@ -1264,3 +1275,101 @@ export const SCENARIOS: Scenario[] = [
     ],
   },
 ];
+
+/** alice's personal room 4100, PIN 1234. */
+/** Its id is fixed: the recordings name its ConfBridge conference by it. */
+const ALICES_ROOM_ID = "00000000-0000-4000-8000-000000004100";
+const ALICES_ROOM: Pick<Scenario, "prepare"> = {
+  prepare: async (w) => {
+    await transact(w.services.store, async (tx) => {
+      tx.put(
+        meetings,
+        await meetingRecord(tx, w.services, {
+          kind: "personal",
+          name: "Weekly",
+          ownerIds: [w.alice.id],
+          number: "4100",
+          pin: "1234",
+          persistent: true,
+          requireAuthorization: false,
+          expiresMs: null,
+        }, ALICES_ROOM_ID),
+      );
+    });
+  },
+};
+
+/** `user`'s phone (`extension`) dials alice's room, answers, and types `pin` then `#`. */
+const joinsRoom = (user: "alice" | "bob", extension: string, pins: string[]): Step => ({
+  command: (w) => w.services.platform.dialNumber(w[user], "4100", {}),
+  phones: async (sim) => {
+    await sim.act(extension, "answer");
+    for (const pin of pins) await sim.keys(extension, `${pin}#`);
+  },
+});
+
+/** svc's command on bob in alice's room. */
+const onBobInRoom = (command: { kind: "mute"; on: boolean } | { kind: "kick" }): Step => ({
+  command: async (w) => {
+    const [room] = await w.services.platform.rooms();
+    const bob = room?.participants.find((participant) => participant.userId === w.bob.id);
+    assert.ok(room && bob, "bob in alice's room");
+    await w.services.platform.roomCommand(room.roomId, bob.callId, command);
+  },
+});
+
+const recordRoom = (on: boolean): Step => ({
+  command: (w) => w.services.platform.recordRoom(meetingRoomId(ALICES_ROOM_ID), on),
+});
+
+SCENARIOS.push(
+  {
+    name:
+      "meeting room: alice and bob join by number and PIN; recorded; bob muted, kicked; alice leaves",
+    transcript: "40-room-join-mute-kick",
+    recordedBySvc: true,
+    ...ALICES_ROOM,
+    steps: [
+      joinsRoom("alice", "1001", ["1234"]),
+      joinsRoom("bob", "1002", ["1234"]),
+      recordRoom(true),
+      recordRoom(false),
+      onBobInRoom({ kind: "mute", on: true }),
+      onBobInRoom({ kind: "mute", on: false }),
+      onBobInRoom({ kind: "kick" }),
+      { command: () => Promise.resolve(), phones: (sim) => sim.act("1001", "hangup") },
+    ],
+    events: [
+      ["alice", "EventDialing", "1001", "4100", 1, 1],
+      ["alice", "EventEstablished", "1001", "4100", 1, 1],
+      ["room", "joined", "alice", "alice"],
+      ["bob", "EventDialing", "1002", "4100", 2, 2],
+      ["bob", "EventEstablished", "1002", "4100", 2, 2],
+      ["room", "joined", "bob", "alice bob"],
+      ["room", "recording", "", "on"],
+      ["room", "recording", "", "off"],
+      ["room", "update", "bob", "alice bob*"],
+      ["room", "update", "bob", "alice bob"],
+      ["room", "left", "bob", "alice"],
+      ["bob", "EventReleased", "1002", "4100", 2, 2],
+      ["room", "left", "alice", ""],
+      ["alice", "EventReleased", "1001", "4100", 1, 1],
+    ],
+    history: [
+      ["bob", "emitted", "bob", "", "1002", "4100", true],
+      ["alice", "emitted", "alice", "", "1001", "4100", true],
+    ],
+  },
+  {
+    name: "meeting room: a wrong PIN three times, the room hangs up",
+    transcript: "41-room-wrong-pin",
+    recordedBySvc: true,
+    ...ALICES_ROOM,
+    steps: [joinsRoom("bob", "1002", ["1111", "2222", "3333"])],
+    events: [
+      ["bob", "EventDialing", "1002", "4100", 1, 1],
+      ["bob", "EventReleased", "1002", "4100", 1, 1],
+    ],
+    history: [["bob", "emitted", "bob", "", "1002", "4100", false]],
+  },
+);

@@ -138,16 +138,16 @@ Deno.test("Asterisk down at start: svc serves, control routes 503 at once, all b
       await until(() => platform.reachable(), 5000, "reconnected");
       assert.ok(performance.now() - back < 5000);
       await until(
-        () => actionsNamed(replay.actions, "Reload").length >= 4,
+        () => actionsNamed(replay.actions, "Reload").length >= 5,
         5000,
-        "the four modules reloaded",
+        "the five modules reloaded",
       );
       await platform.settled();
       const puts = actionsNamed(replay.actions, "DBPut").map((a) => [a.get("Key"), a.get("Val")]);
       assert.deepEqual(puts, [[`dnd/${w.bob.id}`, "1"]]);
       assert.deepEqual(
         actionsNamed(replay.actions, "Reload").map((a) => a.get("Module")).sort(),
-        ["app_queue.so", "app_voicemail.so", "pbx_config.so", "res_pjsip.so"],
+        ["app_confbridge.so", "app_queue.so", "app_voicemail.so", "pbx_config.so", "res_pjsip.so"],
       );
       const ready = await ctx.app.request("/ready");
       assert.equal(ready.status, 200);

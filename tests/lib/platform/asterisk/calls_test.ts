@@ -43,7 +43,7 @@ async function tracker() {
   const repairs: [string, Record<string, string>][] = [];
   const repair = (action: string, fields: Record<string, string>) => repairs.push([action, fields]);
   return {
-    calls: new CallTracker({ ...base, agents, repair, ignored: () => false }),
+    calls: new CallTracker({ ...base, agents, repair, ignored: () => false, roomOf: () => null }),
     events,
     w,
     repairs,

@@ -17,6 +17,7 @@ import {
 import type { CustomEndpointRecord, SipEndpointRecord } from "../../../../lib/store/endpoints.ts";
 import { EXTEN_PATTERN, type ExtensionRecord } from "../../../../lib/store/extensions.ts";
 import { type LineRecord, lines } from "../../../../lib/store/lines.ts";
+import { meetings } from "../../../../lib/store/meetings.ts";
 import { buildQueue } from "../../../../lib/store/queues.ts";
 import { transact } from "../../../../lib/store/records.ts";
 import { buildUser, type UserRecord } from "../../../../lib/store/users.ts";
@@ -28,6 +29,7 @@ const FILES = [
   ["extensions", "extensions_svc.conf"],
   ["queues", "queues_svc.conf"],
   ["voicemail", "voicemail_svc.conf"],
+  ["confbridge", "confbridge_svc.conf"],
 ] as const;
 
 async function created(api: Confd, path: string, body: unknown): Promise<{ id: number }> {
@@ -181,6 +183,31 @@ async function scenario() {
     context: "default",
     enabled: false,
   });
+  // meeting rooms: a conference on 4000 (PIN, 5 at most, its music, recorded), one with no
+  // extension (invitations only); a personal room (a fixed id: the files name it) with a PIN
+  const sales = await created(api, "/conferences", {
+    name: "Sales",
+    pin: "1234",
+    max_users: 5,
+    music_on_hold: "jazz",
+    record: true,
+  });
+  const salesExten = await created(api, "/extensions", { exten: "4000", context: "default" });
+  await put(api, `/conferences/${sales.id}/extensions/${salesExten.id}`);
+  await created(api, "/conferences", { name: "Board" });
+  await meetings.put(ctx.services.store, {
+    id: "00000000-0000-4000-8000-000000000001",
+    kind: "personal",
+    name: "Alice's room",
+    owner_ids: [await userId("alice")],
+    number: "4100",
+    context: "default",
+    pin: "9876",
+    persistent: true,
+    require_authorization: false,
+    created_ms: 0,
+    expires_ms: null,
+  });
   return ctx;
 }
 
@@ -283,6 +310,8 @@ async function snapshot(
     queues: queues.map((queue, i) => buildQueue(i + 1, queue)),
     agents: [],
     voicemails: [],
+    conferences: [],
+    meetings: [],
   };
 }
 
@@ -574,7 +603,10 @@ Deno.test("svc-user: call limit, caller id of a dial from queue", async (t) => {
 });
 
 /** Every line a comment, blank, a section, `key = value`, or a dialplan line of a section. */
-function assertValidConf(text: string, kind: "pjsip" | "extensions" | "queues" | "voicemail") {
+function assertValidConf(
+  text: string,
+  kind: "pjsip" | "extensions" | "queues" | "voicemail" | "confbridge",
+) {
   assert.ok(text.endsWith("\n") && !text.includes("\r"));
   let section: string | null = null;
   let exten = false;
@@ -612,6 +644,8 @@ Deno.test("an empty configuration gives valid files: headers, svc's own contexts
     queues: [],
     agents: [],
     voicemails: [],
+    conferences: [],
+    meetings: [],
   };
   const config = asteriskConfig(empty);
   for (const [key] of FILES) assertValidConf(config[key], key);
@@ -626,6 +660,7 @@ Deno.test("an empty configuration gives valid files: headers, svc's own contexts
     "[svc-wait]",
     "[svc-consult]",
     "[svc-conference]",
+    "[svc-room-invite]",
     "[svc-listen]",
     "[svc-agent]",
     "[svc-queue-out]",
