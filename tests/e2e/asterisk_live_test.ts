@@ -1066,6 +1066,19 @@ Deno.test({
             await aliceCall(talking, "alice talks with the agent");
             // alice attaches data: bob's next events carry it
             aliceCti.web("setData", { variables: { folderNumber: "F-7" } });
+            // setData answers nothing: wait until the data is known (its announcement came back
+            // from Asterisk) before the recording's phone event, which must carry it
+            await until(
+              async () => {
+                const asked = aliceCti.mark();
+                aliceCti.web("getCurrentCallsPhoneEvents");
+                const { events } = (await aliceCti.next(asked, "CurrentCallsPhoneEvents"))
+                  .ctiMessage as { events: { userData?: Record<string, string> }[] };
+                return events.some((event) => event.userData?.USR_folderNumber === "F-7");
+              },
+              10_000,
+              "alice's call carries the data set",
+            );
             const bobCall = await readUntil(
               async () =>
                 (await calld(bobToken, "GET", "/users/me/calls")).body.items as CallView[],
