@@ -9,10 +9,9 @@
  * `git -C <pluginsGLPI/xivo checkout> show HEAD:js/xivo/cti.js > /tmp/cti.js`; without it, a
  * stand-in of svc's own writing (cti_stand_in.js: the same functions, the documented messages).
  *
- * A row marked `pending` names the branch of issue 44 that brings its command (directory,
- * presence, chat, cti-history, pbx44) or the issue it belongs to: it is expected
- * to fail now, and the test fails when it passes, so that its mark is removed once that work is
- * merged. A row not pending must pass, and never answer `UnknownCommand`.
+ * A row marked `pending` names the work (an issue) that will bring its command: it is expected to
+ * fail now, and the test fails when it passes, so that its mark is removed once that work lands.
+ * No row is pending today. A row not pending must pass, and never answer `UnknownCommand`.
  */
 import assert from "node:assert/strict";
 import jquery from "jquery/dist/jquery.min.js" with { type: "text" };
@@ -37,7 +36,7 @@ interface Row {
   expect: Expected;
   /** Wait for a `PhoneEvent` of this `eventType` (the call's state the next rows need). */
   until?: string;
-  /** The work that brings the command (a branch of issue 44, or another issue): fails now. */
+  /** The work (an issue) that will bring the command: expected to fail now. */
   pending?: string;
 }
 
