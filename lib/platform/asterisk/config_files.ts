@@ -138,6 +138,8 @@ export interface TrunkPeer {
 
 /** The PJSIP endpoint of the trunk toward server `name` (its auth and aor share the name). */
 export const trunkName = (name: string) => `svc-trunk-${name}`;
+/** The device of every trunk channel (`PJSIP/svc-trunk-<name>-…`). */
+export const TRUNK_DEVICE = `PJSIP/${trunkName("")}`;
 
 /** Where a call coming over a trunk from another server starts: each number served here. */
 export const TRUNK_IN_CONTEXT = "svc-trunk-in";
@@ -909,16 +911,21 @@ function extensionsFile(model: Model): string {
   );
   const agentLines = byId(model.snapshot.lines).flatMap((line) => {
     const device = model.device(line);
-    return "problem" in device || model.remoteServer(line) ? [] : [{ line, device }];
+    return "problem" in device ? [] : [{ line, device }];
   });
-  agentLines.forEach(({ line, device }, i) =>
+  agentLines.forEach(({ line, device }, i) => {
+    // an agent's line on another server: rung over the trunk, at its first extension
+    const remote = model.remoteServer(line);
+    const exten = remote && model.enabledExtensions(line)[0]?.exten;
     out.push(
       ...(i ? [""] : []),
       `exten => ${line.id},1,NoOp(agent on line ${line.id})`,
-      ` same => n,Dial(${device.iface})`,
+      remote && exten
+        ? ` same => n,Dial(PJSIP/${exten}@${trunkName(remote.name)},,b(${TRUNK_OUT_CONTEXT}^s^1))`
+        : ` same => n,Dial(${device.iface})`,
       " same => n,Hangup()",
-    )
-  );
+    );
+  });
   out.push(
     "",
     "; svc-queue-out: a call placed by a queue on an agent's behalf, agent first. Originate",

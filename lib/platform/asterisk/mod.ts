@@ -86,6 +86,11 @@ export interface AsteriskOptions {
   server?: string;
   /** With several servers: where this server's files go (config_files.ts). */
   placement?: () => ServerPlacement | undefined;
+  /**
+   * With several servers: the `USR_` variables of call `linkedId` on the other servers (its dial
+   * variables, `setData`), which a call coming from one over a trunk takes on (`SvcLink`).
+   */
+  linkedData?: (linkedId: string) => Record<string, string> | null;
 }
 
 /** The lease of the process that turns AMI events into store writes and writes the files. */
@@ -238,6 +243,11 @@ export class AsteriskPlatform implements Platform {
       now: () => options.clock.now(),
       ignored: (linkedId: string) => this.#spies.has(linkedId),
       roomOf: (uniqueId: string) => this.#rooms.roomOf(uniqueId),
+      elsewhere: (phone: { registrar?: string }) => {
+        const placement = options.placement?.();
+        return !!placement && phone.registrar !== placement.server &&
+          placement.peers.some((peer) => peer.name === phone.registrar);
+      },
     };
     this.#spies = new Spies(ctx.emit);
     this.#rooms = new RoomBook({
@@ -612,7 +622,12 @@ export class AsteriskPlatform implements Platform {
   }
 
   liveCalls(): Promise<LiveCall[]> {
-    return Promise.resolve(this.#commands.liveCalls());
+    const calls = this.#commands.liveCalls();
+    if (!this.#links.size) return Promise.resolve(calls);
+    // a call from another server: its id there (one call, one id)
+    return Promise.resolve(
+      calls.map((call) => ({ ...call, linkedId: this.#links.get(call.linkedId) ?? call.linkedId })),
+    );
   }
 
   async callCommand(callId: string, command: CallCommand): Promise<void> {
@@ -1084,7 +1099,14 @@ export class AsteriskPlatform implements Platform {
     const call = event.get("Call")?.trim();
     if (local && call && call !== local && /^[A-Za-z0-9.-]{1,64}$/.test(call)) {
       this.#links.set(local, call);
+      const data = this.options.linkedData?.(call);
+      if (data) this.#calls.addUserData(local, data);
     }
+  }
+
+  /** The `USR_` variables of call `linkedId` in progress here, null for none (several servers). */
+  callData(linkedId: string): Record<string, string> | null {
+    return this.#calls.userData(linkedId);
   }
 
   /** `event` with the id of its call as the caller's server gave it, for a call from another. */

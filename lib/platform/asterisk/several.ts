@@ -161,6 +161,13 @@ export class AsteriskServers implements Platform {
         directoryRefreshMs: this.#options.directoryRefreshMs,
         server: server.name,
         placement: () => running.placement,
+        linkedData: (linkedId) => {
+          for (const platform of this.#all()) {
+            const data = platform.callData(linkedId);
+            if (data) return data;
+          }
+          return null;
+        },
       }),
     };
     for (const listener of this.#listeners) running.platform.onEvents(listener);
@@ -405,8 +412,22 @@ export class AsteriskServers implements Platform {
     await (await this.#forCall(callId)).callCommand(callId, command);
   }
 
+  /**
+   * On the initiator's server; a party on another server is the trunk leg the initiator talks
+   * to there (the initiator's peer).
+   */
   async startTransfer(request: TransferRequest): Promise<Transfer> {
-    return await (await this.#forCall(request.initiatorCallId)).startTransfer(request);
+    const server = await this.#forCall(request.initiatorCallId);
+    const here = await server.liveCalls();
+    let { transferredCallId } = request;
+    if (transferredCallId && !here.some((call) => call.callId === transferredCallId)) {
+      const initiator = here.find((call) => call.callId === request.initiatorCallId);
+      const peer = initiator?.peerCallId;
+      if (peer && here.find((call) => call.callId === peer)?.userId === null) {
+        transferredCallId = peer;
+      }
+    }
+    return await server.startTransfer({ ...request, transferredCallId });
   }
 
   transfers(): Promise<Transfer[]> {
@@ -480,6 +501,11 @@ export class AsteriskServers implements Platform {
   /** Every server's first resync done (tests and benchmarks). */
   async firstSync(): Promise<void> {
     await Promise.all(this.#all().map((platform) => platform.firstSync()));
+  }
+
+  /** The calls every server follows (tests and benchmarks, as {@link AsteriskPlatform.calls}). */
+  calls(): string[] {
+    return this.#all().flatMap((platform) => platform.calls());
   }
 
   /** One server's adapter, by name (tests). */
