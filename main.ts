@@ -131,6 +131,7 @@ export async function main(env: Record<string, string> = Deno.env.toObject()): P
   try {
     services = await createServices(config);
   } catch (error) {
+    if (error instanceof ConfigError) fail(`invalid configuration: ${error.message}`);
     fail(`cannot open the store SVC_KV=${config.kv}: ${(error as Error).message}`);
   }
   await prepareStore(services);

@@ -53,6 +53,11 @@ export interface Config {
   asteriskConfigDir: string | null;
   /** Where Asterisk writes call recordings (MixMonitor); null for its own monitor directory. */
   asteriskRecordingsDir: string | null;
+  /**
+   * The JSON file listing several Asterisk servers (docs/asterisk.md, "Several servers"); null: one
+   * server, the `SVC_AMI_*` and `SVC_ASTERISK_*` settings'.
+   */
+  asteriskServers: string | null;
   /** Origins allowed by CORS (`scheme://host[:port]`), `["*"]` for any, empty for none. */
   corsOrigins: string[];
   /** Whether the 2.0 API and the CTI socket are also served below xuc's `/xuc/api/2.0`. */
@@ -322,6 +327,7 @@ const settings = {
   SVC_AMI_TIMEOUT_MS: { default: "5000", parse: integer(100, 600_000), key: "amiTimeoutMs" },
   SVC_ASTERISK_CONFIG_DIR: { default: "", parse: optional, key: "asteriskConfigDir" },
   SVC_ASTERISK_RECORDINGS_DIR: { default: "", parse: optional, key: "asteriskRecordingsDir" },
+  SVC_ASTERISK_SERVERS: { default: "", parse: optional, key: "asteriskServers" },
   SVC_CORS_ORIGINS: { default: "", parse: originList, key: "corsOrigins" },
   SVC_XUC_PATHS: { default: "false", parse: boolean, key: "xucPaths" },
   SVC_EXTRA_LISTEN: { default: "", parse: listenAddress, key: "extraListen" },
@@ -477,7 +483,10 @@ export function loadConfig(
       "must not overlap SVC_MEETINGROOM_PERSONAL_RANGE",
     );
   }
-  if (result.platform === "asterisk") {
+  if (result.asteriskServers !== null && result.platform !== "asterisk") {
+    throw new ConfigError("SVC_ASTERISK_SERVERS", "needs SVC_PLATFORM=asterisk");
+  }
+  if (result.platform === "asterisk" && result.asteriskServers === null) {
     for (
       const [setting, value] of [
         ["SVC_AMI_USERNAME", result.amiUsername],

@@ -65,15 +65,16 @@ export async function changed(
  * unreachable the route answers 503 `Unreachable` and nothing changes. (The configuration
  * daemon's `/1.1` changes are stored and reach the PBX when it is back.)
  */
-function needPlatform(platform: Pick<Platform, "reachable">): void {
-  if (!platform.reachable()) throw new PlatformUnavailable("the PBX is unreachable");
+function needPlatform(platform: Pick<Platform, "reachable">, user: UserRecord): void {
+  // with several PBX servers: the one the user's line is on
+  if (!platform.reachable(user)) throw new PlatformUnavailable("the PBX is unreachable");
 }
 
 type ControlDeps = UserServicesDeps & { platform: Pick<Platform, "reachable"> };
 
 /** Sets `user`'s DND; a user deleted meanwhile answers 400 `UserNotFound`. */
 export async function changeDnd(deps: ControlDeps, user: UserRecord, state: boolean) {
-  needPlatform(deps.platform);
+  needPlatform(deps.platform, user);
   await changed(user.username ?? String(user.id), setDnd(deps, user, state));
 }
 
@@ -87,7 +88,7 @@ export async function changeForward(
   kind: ForwardKind,
   change: ForwardChange,
 ): Promise<void> {
-  needPlatform(deps.platform);
+  needPlatform(deps.platform, user);
   try {
     await changed(user.username ?? String(user.id), setForward(deps, user, kind, change));
   } catch (error) {

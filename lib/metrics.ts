@@ -214,6 +214,23 @@ export class Metrics {
         for (const each of PLATFORM_STATES) this.set({ adapter, state: each }, +(each === state));
       },
     });
+    // several PBX servers (docs/asterisk.md, "Several servers"): each one's connection
+    if (!platform.servers) return;
+    const servers = platform.servers.bind(platform);
+    new Gauge({
+      name: "svc_platform_server_state",
+      help: "Each PBX server's connection: 1 for the current state, 0 for the others.",
+      labelNames: ["server", "state"],
+      registers,
+      collect() {
+        this.reset();
+        for (const { name, state } of servers()) {
+          for (const each of PLATFORM_STATES) {
+            this.set({ server: name, state: each }, +(each === state));
+          }
+        }
+      },
+    });
   }
 
   /**

@@ -2,7 +2,7 @@ import { configurePasswordHashing } from "./auth/passwords.ts";
 import { LoginThrottle } from "./auth/throttle.ts";
 import { loadJwtSecret, Tokens } from "./auth/tokens.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import type { Config } from "./config.ts";
+import { type Config, ConfigError } from "./config.ts";
 import type { CoreServices } from "./core_services.ts";
 import { EventExport } from "./events/export.ts";
 import { EventFeed } from "./events/feed.ts";
@@ -116,7 +116,30 @@ const causesNotice = (event: PlatformEvent) =>
  * `import()`: a start on the simulator neither reads nor compiles it (in the bundle it is a file of
  * its own, which V8's code cache holds like the others, docs/performance.md).
  */
-async function asterisk(config: Config, store: Store, clock: Clock, logger: Logger) {
+async function asterisk(
+  config: Config,
+  store: Store,
+  clock: Clock,
+  logger: Logger,
+): Promise<Platform> {
+  if (config.asteriskServers !== null) {
+    const path = config.asteriskServers;
+    const { AsteriskServers } = await import("./platform/asterisk/several.ts");
+    const { ServersFileError } = await import("./platform/asterisk/servers.ts");
+    try {
+      return await AsteriskServers.open({
+        store,
+        clock,
+        logger,
+        path,
+        keepaliveMs: config.amiKeepaliveMs,
+        timeoutMs: config.amiTimeoutMs,
+      });
+    } catch (error) {
+      if (!(error instanceof ServersFileError)) throw error;
+      throw new ConfigError("SVC_ASTERISK_SERVERS", `${JSON.stringify(path)} ${error.message}`);
+    }
+  }
   const { AsteriskPlatform } = await import("./platform/asterisk/mod.ts");
   return new AsteriskPlatform({
     store,

@@ -4,11 +4,18 @@
  * and `GET /version` (svc's version and the git revision of the build, `lib/version.ts`). None
  * needs a token: probes and deploy checks call them, and nothing they tell is secret.
  */
-import { operation } from "../lib/openapi/operation.ts";
+import { operation, type ZodBuilders } from "../lib/openapi/operation.ts";
 import { Hono } from "hono";
 import type { AppEnv } from "../lib/http.ts";
 import type { Services } from "../lib/services.ts";
 import { buildInfo } from "../lib/version.ts";
+
+/** `servers` of `/ready` with several PBX servers: each by name, the main one first. */
+const servers = (z: ZodBuilders) =>
+  z.array(z.object({
+    name: z.string(),
+    state: z.string(),
+  }));
 
 export function healthRoutes({ store, platform }: Services) {
   return new Hono<AppEnv>()
@@ -29,19 +36,25 @@ export function healthRoutes({ store, platform }: Services) {
       operation((z) => ({
         summary: "The store answers and the telephony platform takes commands",
         responses: {
-          200: z.object({ status: z.literal("ready") }),
+          200: z.object({
+            status: z.literal("ready"),
+            servers: servers(z).optional(),
+          }),
           503: z.object({
             status: z.literal("unavailable"),
             platform: z.literal("unreachable").optional(),
+            servers: servers(z).optional(),
           }),
         },
       }), async (c) => {
         const storeUp = await store.ping();
         const platformUp = platform.reachable();
-        if (storeUp && platformUp) return c.json({ status: "ready" });
+        // several PBX servers: each, and where it stands (ready while one of them is)
+        const listed = platform.servers ? { servers: platform.servers() } : {};
+        if (storeUp && platformUp) return c.json({ status: "ready", ...listed });
         const body = platformUp
-          ? { status: "unavailable" }
-          : { status: "unavailable", platform: "unreachable" };
+          ? { status: "unavailable", ...listed }
+          : { status: "unavailable", platform: "unreachable", ...listed };
         return c.json(body, 503);
       }),
     )

@@ -48,8 +48,39 @@ import { loadUser } from "./users.ts";
 
 const LINE = "Line";
 
-/** The only registrar: lines show it, and bodies may name it (or null, meaning it). */
+/**
+ * The registrar of a line on the only PBX server: lines show it, and bodies may name it (or null,
+ * meaning it). With several Asterisk servers a line's registrar is the server it is placed on
+ * (docs/decisions.md, "A line's server is its registrar"): a body names one of them, `default` or
+ * null meaning the main one (the first).
+ */
 const REGISTRAR = "default";
+
+/** The PBX servers' names, the main one first; null with one server. */
+type ServerNames = () => string[] | null;
+
+/** The registrar a line shows: its server's name, `default` with one server. */
+function registrarOf(line: LineRecord, servers: string[] | null): string {
+  if (!servers) return REGISTRAR;
+  return line.registrar !== undefined && servers.includes(line.registrar)
+    ? line.registrar
+    : servers[0]!;
+}
+
+/**
+ * The `registrar` a body names, as the record keeps it: undefined for the main server (or when
+ * the body names none), a server's name for another; an unknown one is refused.
+ */
+function placement(
+  registrar: string | null | undefined,
+  servers: string[] | null,
+): string | undefined {
+  if (registrar === undefined || registrar === null || registrar === REGISTRAR) return undefined;
+  if (!servers?.includes(registrar)) {
+    throw inputError("registrar", `Registrar was not found ${describe({ id: registrar })}`);
+  }
+  return registrar === servers[0] ? undefined : registrar;
+}
 
 /** The fields a line's creation and change share (a function: built with the schemas, on use). */
 const editable = () => ({
@@ -59,9 +90,7 @@ const editable = () => ({
   caller_id_num: fields.text(80).refine((num) => num === null || /^\+?[0-9*#]+$/.test(num), {
     message: "Must be digits, optionally with a leading +, * and #.",
   }).optional(),
-  registrar: fields.text(128).refine((id) => id === null || id === REGISTRAR, {
-    error: (issue) => `Registrar was not found ${describe({ id: String(issue.input) })}`,
-  }).optional(),
+  registrar: fields.text(128).optional(),
 });
 
 // built on first use (`z.lazy`), not at every start (docs/performance.md)
@@ -139,7 +168,11 @@ const pick = <T, V>(ids: number[], records: Map<number, T>, show: (record: T) =>
  */
 function lineView(
   line: LineRecord,
-  related: { extensions: Map<number, ExtensionRecord>; users: Map<number, UserRecord> },
+  related: {
+    extensions: Map<number, ExtensionRecord>;
+    users: Map<number, UserRecord>;
+    servers: string[] | null;
+  },
 ) {
   const endpoint = (type: EndpointType) =>
     line.endpoint?.type === type ? { id: line.endpoint.id } : null;
@@ -154,7 +187,7 @@ function lineView(
     provisioning_extension: line.provisioning_code,
     caller_id_name: line.caller_id_name,
     caller_id_num: line.caller_id_num,
-    registrar: REGISTRAR,
+    registrar: registrarOf(line, related.servers),
     device_id: line.device_id,
     endpoint_sip: endpoint("sip"),
     endpoint_sccp: endpoint("sccp"),
@@ -169,10 +202,11 @@ function lineView(
 }
 
 /** The views of `records`, reading the extensions and users they show. */
-async function lineViews(store: Store, records: LineRecord[]) {
+async function lineViews(store: Store, records: LineRecord[], servers: string[] | null) {
   const related = {
     extensions: await byId(store, extensions, records.flatMap((line) => line.extension_ids)),
     users: await byId(store, users, records.flatMap((line) => line.user_ids)),
+    servers,
   };
   return records.map((line) => lineView(line, related));
 }
@@ -213,21 +247,31 @@ const loadEndpoint = (tx: Transaction, type: EndpointType, id: number) =>
 
 const loadExtension = (tx: Transaction, id: number) => loadOr404(tx, extensions, "Extension", id);
 
-/** The line CRUD routes' resource; the body is checked before an id is made or a line read. */
-export const lineResource: Resource<
+/**
+ * The line CRUD routes' resource; the body is checked before an id is made or a line read. A line
+ * placed on another server (`registrar`) moves when a PUT names another: svc writes both servers'
+ * files again.
+ */
+const lineResource = (servers: ServerNames): Resource<
   LineRecord,
   ReturnType<typeof lineView>,
-  z.infer<typeof createSchema>,
-  z.infer<typeof updateSchema>
-> = {
+  z.infer<typeof createSchema> & { server?: string },
+  z.infer<typeof updateSchema> & { server?: string }
+> => ({
   path: "/lines",
   label: LINE,
   collection: lines,
-  views: lineViews,
+  views: (store, records) => lineViews(store, records, servers()),
   ...LINE_LIST,
   bodies: {
-    create: (body) => check(createSchema, body),
-    update: (body) => check(updateSchema, body),
+    create: (body) => {
+      const input = check(createSchema, body);
+      return { ...input, server: placement(input.registrar, servers()) };
+    },
+    update: (body) => {
+      const input = check(updateSchema, body);
+      return { ...input, server: placement(input.registrar, servers()) };
+    },
   },
   async create(tx, input, id) {
     await requireContext(tx, input.context);
@@ -249,12 +293,18 @@ export const lineResource: Resource<
       endpoint: null,
       extension_ids: [],
       user_ids: [],
+      ...(input.server === undefined ? {} : { registrar: input.server }),
     };
   },
   async update(tx, line, input) {
-    const { registrar: _registrar, ...changes } = input;
+    const { registrar, server, ...changes } = input;
     if (changes.context !== undefined) await requireContext(tx, changes.context);
-    const next = { ...line, ...changes };
+    const next: LineRecord = { ...line, ...changes };
+    // a body naming no registrar leaves the line where it is
+    if (registrar !== undefined) {
+      delete next.registrar;
+      if (server !== undefined) next.registrar = server;
+    }
     if (changes.caller_id_name === undefined && changes.caller_id_num === undefined) return next;
     // a caller id written with a value stays; written null (both parts), it follows the main user
     if (next.caller_id_name !== null || next.caller_id_num !== null) {
@@ -267,7 +317,7 @@ export const lineResource: Resource<
     if (association) throw resourceError(`Line is associated with a ${association}`);
     return Promise.resolve();
   },
-};
+});
 
 export function lineRoutes(services: Services) {
   const { store, tokens } = services;
@@ -278,6 +328,8 @@ export function lineRoutes(services: Services) {
   const pathLine = (tx: Transaction, c: Context) => loadLine(tx, pathId(c, LINE));
   /** The user of the path's `id` (an integer id or a uuid). */
   const pathUser = (tx: Transaction, c: Context) => loadUser(tx, c.req.param("id") ?? "");
+  const servers: ServerNames = () =>
+    services.platform.servers?.().map((server) => server.name) ?? null;
 
   const app = new Hono<AppEnv>()
     .get("/lines_sip", confdAcl(tokens, "confd.lines_sip.read"), async (c) => {
@@ -300,7 +352,7 @@ export function lineRoutes(services: Services) {
     })
     .get("/users/:id/lines", confdAcl(tokens, "confd.users.{id}.lines.read"), async (c) => {
       const user = await transact(store, (tx) => pathUser(tx, c));
-      const views = await lineViews(store, await linesOfUser(store, user));
+      const views = await lineViews(store, await linesOfUser(store, user), servers());
       const items = views.map((view) => ({ ...view, main_line: view.id === user.line_ids[0] }));
       return c.json(
         listItems(c, items, { ...LINE_LIST, fields: [...LINE_LIST.fields, "main_line"] }),
@@ -421,7 +473,7 @@ export function lineRoutes(services: Services) {
     },
   );
   for (const type of ENDPOINT_TYPES) addEndpointRoutes(type);
-  app.route("/", resourceRoutes(services, lineResource));
+  app.route("/", resourceRoutes(services, lineResource(servers)));
   return app;
 
   /**
@@ -543,7 +595,9 @@ export function lineRoutes(services: Services) {
       async (c) => {
         const endpoint = await transact(store, (tx) => loadEndpoint(tx, type, pathId(c, label)));
         const line = endpoint.line_id === null ? null : await getLine(store, endpoint.line_id);
-        return c.json(listItems(c, await lineViews(store, line ? [line] : []), LINE_LIST));
+        return c.json(
+          listItems(c, await lineViews(store, line ? [line] : [], servers()), LINE_LIST),
+        );
       },
     );
   }

@@ -38,6 +38,8 @@ export interface Phone {
    * custom endpoint's interface; null for a line without endpoint (the simulator needs none).
    */
   interface: string | null;
+  /** The server the line is placed on when the PBX has several; absent: the main one. */
+  registrar?: string;
 }
 
 /** The device interface of `line` (see {@link Phone.interface}). */
@@ -143,6 +145,7 @@ export class Directory {
         userId,
         username: (userId === null ? null : this.users.get(userId)?.username) ?? "",
         interface: lineInterface(line, sip, custom),
+        ...(line.registrar === undefined ? {} : { registrar: line.registrar }),
       };
       this.phones.push(phone);
       const key = phone.interface && interfaceKey(phone.interface);

@@ -244,6 +244,12 @@ export interface PlatformConnection {
   state: PlatformState;
 }
 
+/** One PBX server of several, as `/ready` and the metrics show it. */
+export interface ServerState {
+  name: string;
+  state: PlatformState;
+}
+
 /** How a dial command started: the call's `linkedId`. */
 export interface CallStarted {
   linkedId: string;
@@ -351,8 +357,16 @@ export interface Platform extends CallControl, RoomControl {
   onEvents(listener: PlatformListener): void;
   /** Starts what runs in the background (a PBX connection); main.ts calls it once. */
   start(): void;
-  /** The platform takes commands now (`/ready`); false while the PBX is unreachable. */
-  reachable(): boolean;
+  /**
+   * The platform takes commands now (`/ready`); false while the PBX is unreachable. With `user`:
+   * it takes that user's (with several PBX servers, the one the user's line is placed on is up).
+   */
+  reachable(user?: UserRecord): boolean;
+  /**
+   * With several PBX servers (docs/asterisk.md, "Several servers"): each by name, the main one
+   * first, and where its connection stands; absent with one.
+   */
+  servers?(): ServerState[];
   /** The adapter and its connection state; `ready` exactly when {@link reachable}. */
   connection(): PlatformConnection;
   /** Stops every timer and connection: no call moves any more. */

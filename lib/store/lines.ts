@@ -41,6 +41,11 @@ export interface LineRecord {
   extension_ids: number[];
   /** Users in association order; the first is the main user. */
   user_ids: number[];
+  /**
+   * The Asterisk server the line is placed on when svc drives several (`/1.1` shows it as
+   * `registrar`, docs/asterisk.md "Several servers"); absent: the main one.
+   */
+  registrar?: string;
 }
 
 export const lines = new Collection<LineRecord>("lines", {

@@ -118,6 +118,17 @@ export interface AmiReplayOptions {
    * send in another order (its threads race), played in that order.
    */
   rewrite?: (records: RecordLine[]) => RecordLine[];
+  /**
+   * More recorded Uniqueids to replace as they are played: another replay's mapping to its
+   * client's ids ({@link AmiReplay.uniqueIds}), for a session that names that other server's
+   * calls (svc's call id carried across a trunk between two servers).
+   */
+  alsoMap?: () => [RegExp, string][];
+  /**
+   * A recorded line is played once this says so (checked every 10 ms): another replay's turn.
+   * Meanwhile the script's state is "gated" (what `waiting()` answers).
+   */
+  gate?: (record: RecordLine) => boolean;
 }
 
 /** What a connection held by a fault waits for. */
@@ -302,6 +313,11 @@ export class AmiReplay {
   #accepting: Promise<void> | undefined;
   #sessions = new Set<Session>();
   #current: Session | undefined;
+
+  /** The current connection's recorded Uniqueids replaced so far, each by the client's id. */
+  uniqueIds(): [RegExp, string][] {
+    return this.#current?.uniqueIds ?? [];
+  }
   #waiters: ((state: string) => void)[] = [];
   /** New connections wait for this (a freeze or a half-open fault). */
   #held: Hold | undefined;
@@ -471,6 +487,11 @@ class Session {
   #autoIds = new Set<string>();
   /** Recorded Uniqueid → the client's ChannelId. */
   #uniqueIds: [RegExp, string][] = [];
+
+  /** The recorded Uniqueids replaced so far, each by the client's id. */
+  get uniqueIds(): [RegExp, string][] {
+    return this.#uniqueIds;
+  }
   /** `<queue>/<interface>` → the member name a QueueAdd gave it (for the member events). */
   #memberNames = new Map<string, string>();
   /** A client ChannelId waiting for the recorded Newchannel of the originated channel. */
@@ -750,6 +771,13 @@ class Session {
   async #playRecord(record: RecordLine): Promise<void> {
     await this.#until(record.t);
     await this.#held();
+    const gate = this.server.options.gate;
+    if (gate && !gate(record)) {
+      // waiting for the other replay: `waiting()` answers "gated" meanwhile
+      this.#setState("gated");
+      while (!this.#closed && !gate(record)) await this.#sleep(10);
+      if (!this.#closed) this.#setState("playing");
+    }
     if (this.#closed) return;
     if (record.eof) {
       this.#closeAfterWrites();
@@ -773,6 +801,9 @@ class Session {
       }
     }
     for (const [pattern, replacement] of this.#uniqueIds) data = data.replace(pattern, replacement);
+    for (const [pattern, replacement] of this.server.options.alsoMap?.() ?? []) {
+      data = data.replace(pattern, replacement);
+    }
     const { flood, bloat } = this.server.options;
     for (let i = 0; i < (flood ?? 0); i++) this.write(unusedEvent(i), false);
     if (bloat !== undefined && bloat.match.test(data)) {

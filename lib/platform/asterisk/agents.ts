@@ -77,6 +77,11 @@ export interface AgentsContext {
   clock: Clock;
   logger: Logger;
   action(action: string, fields?: Record<string, string | undefined>): Promise<AmiResponse>;
+  /**
+   * With several servers: whether `phone` is placed on another one (its device is unknown here,
+   * so the queue cannot watch its state: the member has none).
+   */
+  elsewhere?(phone: { registrar?: string }): boolean;
 }
 
 /**
@@ -414,7 +419,7 @@ export class AgentBook {
       const response = await this.ctx.action("QueueAdd", {
         Queue: queue.name,
         Interface: iface,
-        StateInterface: phone.interface ?? undefined,
+        StateInterface: this.ctx.elsewhere?.(phone) ? undefined : phone.interface ?? undefined,
         MemberName: dir.agents.get(agent.agentId)?.number ?? agent.agentNumber,
         Penalty: String(member.penalty),
         Paused: agent.logged && agent.paused ? "true" : "false",

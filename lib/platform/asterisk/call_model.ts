@@ -178,6 +178,11 @@ export interface TrackerContext {
    * taken back after its transfer failed): sent by the lease holder only, its failure logged.
    */
   repair(action: string, fields: Record<string, string>): void;
+  /**
+   * With several servers: `phone` is placed on another one, whose adapter tells its events (an
+   * agent's queue call rung over the trunk is a call there too).
+   */
+  elsewhere?(phone: { registrar?: string }): boolean;
 }
 
 /** A new call: one svc is about to originate (before its first channel exists), or one it sees. */

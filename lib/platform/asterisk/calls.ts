@@ -12,6 +12,7 @@ import type { Phone } from "../directory.ts";
 import type { AmiMessage } from "./ami_message.ts";
 import { ControlState } from "./call_control.ts";
 import { bridgeRoom } from "./rooms.ts";
+import { TRUNK_DEVICE } from "./config_files.ts";
 import {
   type Call,
   type Channel,
@@ -127,8 +128,13 @@ function announcedCall(event: AmiMessage): NewCall | null {
 /** Where svc parks channels it holds or transfers: a call ending leaves none of them behind. */
 const SVC_CONTEXTS = new Set([HOLD_CONTEXT, WAIT_CONTEXT, CONSULT_CONTEXT, CONFERENCE_CONTEXT]);
 
+/** How many ended calls' variables are kept for a late part of theirs from another server. */
+const ENDED_DATA_KEPT = 256;
+
 export class CallTracker {
   readonly #channels = new Map<string, Channel>();
+  /** The variables of the last ended calls, by linkedId (see `userData`). */
+  readonly #endedData = new Map<string, Record<string, string>>();
   readonly #calls = new Map<string, Call>();
   /** Bridge id → the uniqueIds of the channels in it. */
   readonly #bridges = new Map<string, Set<string>>();
@@ -226,6 +232,21 @@ export class CallTracker {
   forget(linkedId: string): void {
     const call = this.#calls.get(linkedId);
     if (call && call.channels.size === 0) this.#calls.delete(linkedId);
+  }
+
+  /**
+   * The `USR_` variables of call `linkedId`, in progress or among the last ended (another
+   * server's AMI connection may tell of its part of the call late), null for none.
+   */
+  userData(linkedId: string): Record<string, string> | null {
+    const call = this.#calls.get(linkedId);
+    return call && !call.ended ? call.userData : this.#endedData.get(linkedId) ?? null;
+  }
+
+  /** Adds `data` to call `linkedId`'s variables (its next phone events carry them). */
+  addUserData(linkedId: string, data: Record<string, string>): void {
+    const call = this.#calls.get(linkedId);
+    if (call && !call.ended) call.userData = { ...data, ...call.userData };
   }
 
   /** Linkedids of the calls in progress. */
@@ -468,6 +489,11 @@ export class CallTracker {
     const phone = channel.device ? this.ctx.dir().phoneOfInterface(channel.device) : null;
     const number = phone?.extension ?? event.get("CallerIDNum") ?? "";
     const name = event.get("CallerIDName") ?? "";
+    // a call from a user of another server of svc's: named as that server names it (its own
+    // record is that server's, so no user id here)
+    const across = !phone && channel.device?.startsWith(TRUNK_DEVICE)
+      ? this.ctx.dir().phoneNamed(number)?.username ?? ""
+      : "";
     return this.start({
       linkedId: channel.uniqueId,
       kind: phone ? "phone" : "incoming",
@@ -476,7 +502,7 @@ export class CallTracker {
       shownNumber: number,
       // an outside caller's name as its trunk gave it (a phone's user is named by its number)
       shownName: phone || name === "<unknown>" || name === number ? "" : name,
-      src: { userId: phone?.userId ?? null, username: phone?.username ?? "", number },
+      src: { userId: phone?.userId ?? null, username: phone?.username ?? across, number },
       userData: {},
       originate: null,
       callerPhone: phone ?? undefined,
@@ -504,6 +530,11 @@ export class CallTracker {
       if (state === UP && channel.leg.state === "ringing") {
         channel.leg.state = "up";
         channel.leg.answeredMs = this.ctx.now();
+        // a trunk to another server of svc's: its caller id is the user who answered there
+        if (channel.device.startsWith(TRUNK_DEVICE)) {
+          call.answeredBy ??= this.ctx.dir().phoneNamed(event.get("CallerIDNum") ?? "")?.username ??
+            null;
+        }
       }
       return;
     }
@@ -1040,6 +1071,11 @@ export class CallTracker {
     if (call.ended) return;
     this.#leftQueue(call, "abandoned");
     call.ended = true;
+    this.#endedData.set(call.linkedId, call.userData);
+    // the last ones only: a late part of a call comes seconds after, not hours
+    if (this.#endedData.size > ENDED_DATA_KEPT) {
+      this.#endedData.delete(this.#endedData.keys().next().value!);
+    }
     for (const leg of call.legs) this.#release(leg);
     this.control.callEnded(call);
     for (const id of call.channels) {
@@ -1091,6 +1127,7 @@ export class CallTracker {
     const userId = leg.phone?.userId ?? null;
     if (userId === null) return;
     leg.announced = true;
+    if (this.ctx.elsewhere?.(leg.phone!)) return;
     leg.recordShown = leg.record;
     const call = leg.call;
     this.ctx.emit({

@@ -117,6 +117,42 @@ export const LISTEN_CONTEXT = "svc-listen";
 /** svc's invitation context: a user's phone svc calls into a room (`SVC_ROOM`) joins it there. */
 export const ROOM_INVITE_CONTEXT = "svc-room-invite";
 
+/**
+ * Where one server's files go when svc drives several (docs/asterisk.md, "Several servers"): its
+ * name, the main server's (lines placed nowhere else, queues and meeting rooms are there) and the
+ * other servers, reached through trunks svc writes on both sides.
+ */
+export interface ServerPlacement {
+  server: string;
+  main: string;
+  peers: readonly TrunkPeer[];
+}
+
+/** Another server as this one's trunk reaches it; `secret` is the trunk's (both sides hold it). */
+export interface TrunkPeer {
+  name: string;
+  sipHost: string;
+  sipPort: number;
+  secret: string;
+}
+
+/** The PJSIP endpoint of the trunk toward server `name` (its auth and aor share the name). */
+export const trunkName = (name: string) => `svc-trunk-${name}`;
+/** The device of every trunk channel (`PJSIP/svc-trunk-<name>-…`). */
+export const TRUNK_DEVICE = `PJSIP/${trunkName("")}`;
+
+/** Where a call coming over a trunk from another server starts: each number served here. */
+export const TRUNK_IN_CONTEXT = "svc-trunk-in";
+/** The pre-dial handler of a call leaving over a trunk: it carries svc's call id along. */
+export const TRUNK_OUT_CONTEXT = "svc-trunk-out";
+/** The SIP header that carries the call's id (the caller's server's `Linkedid`) across. */
+export const CALL_HEADER = "X-Svc-Call";
+/**
+ * The `UserEvent` a call arriving over a trunk sends first: its `Linkedid` here is the call whose
+ * id (`Call`) the caller's server gave it.
+ */
+export const LINK_EVENT = "SvcLink";
+
 /** The generated files' contents. */
 export interface AsteriskConfig {
   /** `pjsip_svc.conf` */
@@ -189,8 +225,11 @@ export async function readConfigSnapshot(store: Store): Promise<ConfigSnapshot> 
  * @example
  * const { pjsip, extensions, queues } = asteriskConfig(await readConfigSnapshot(store));
  */
-export function asteriskConfig(snapshot: ConfigSnapshot): AsteriskConfig {
-  const model = new Model(snapshot);
+export function asteriskConfig(
+  snapshot: ConfigSnapshot,
+  placement?: ServerPlacement,
+): AsteriskConfig {
+  const model = new Model(snapshot, placement);
   return {
     pjsip: pjsipFile(model),
     extensions: extensionsFile(model),
@@ -215,6 +254,8 @@ const RESERVED_CONTEXTS = new Set([
   "svc-wait",
   "svc-consult",
   "svc-conference",
+  TRUNK_IN_CONTEXT,
+  TRUNK_OUT_CONTEXT,
   LISTEN_CONTEXT,
   AGENT_CONTEXT,
   ROOM_INVITE_CONTEXT,
@@ -261,7 +302,7 @@ class Model {
   /** The meeting rooms, conferences first, each in id order. */
   readonly rooms: RoomConfig[];
 
-  constructor(readonly snapshot: ConfigSnapshot) {
+  constructor(readonly snapshot: ConfigSnapshot, readonly placement?: ServerPlacement) {
     const index = <T extends { id: number }>(records: readonly T[]) =>
       new Map(records.map((record) => [record.id, record]));
     this.users = index(snapshot.users);
@@ -285,6 +326,25 @@ class Model {
     return voicemail && usableMailbox(voicemail)
       ? `${voicemail.number}@${voicemail.context}`
       : null;
+  }
+
+  /**
+   * The other server `line` is placed on, or null when it is this one's (always, with one server).
+   * A line naming a server no longer listed is on the main one.
+   */
+  remoteServer(line: LineRecord): TrunkPeer | null {
+    const placement = this.placement;
+    if (!placement) return null;
+    const name = line.registrar ?? placement.main;
+    const peer = placement.peers.find((each) => each.name === name) ??
+      placement.peers.find((each) => each.name === placement.main);
+    return name === placement.server || !peer ? null : peer;
+  }
+
+  /** The main server as a trunk peer, null on the main server itself (or with one server). */
+  mainPeer(): TrunkPeer | null {
+    const placement = this.placement;
+    return placement?.peers.find((peer) => peer.name === placement.main) ?? null;
   }
 
   /** The line's main user (`user_ids[0]`), if any. */
@@ -417,9 +477,99 @@ const AOR_DEFAULTS: [string, string][] = [
 function pjsipFile(model: Model): string {
   const out = header("pjsip_svc.conf", "pjsip.conf", "res_pjsip.so");
   for (const endpoint of byId(model.snapshot.sipEndpoints)) {
-    out.push("", ...sipSections(model, endpoint));
+    const line = model.lineOf("sip", endpoint);
+    const remote = line && model.remoteServer(line);
+    if (remote) {
+      out.push("", `; SIP endpoint ${endpoint.id} is on server ${remote.name}`);
+    } else if (model.placement && endpoint.username.startsWith(trunkName(""))) {
+      out.push("", `; SIP endpoint ${endpoint.id} left out: its username is a trunk's name`);
+    } else {
+      out.push("", ...sipSections(model, endpoint));
+    }
+  }
+  for (const peer of model.placement?.peers ?? []) {
+    out.push("", ...trunkSections(model.placement!.server, peer));
   }
   return text(out);
+}
+
+/**
+ * The trunk toward `peer`: each server authenticates to the other with the user named after
+ * itself (`from_user`, so the other finds the endpoint by it), the caller id going as
+ * P-Asserted-Identity; calls coming in start in {@link TRUNK_IN_CONTEXT}.
+ */
+function trunkSections(server: string, peer: TrunkPeer): string[] {
+  const name = trunkName(peer.name);
+  return [
+    `; trunk to server ${peer.name}`,
+    `[${name}]`,
+    "type = endpoint",
+    `context = ${TRUNK_IN_CONTEXT}`,
+    `aors = ${name}`,
+    `auth = ${name}-in`,
+    `outbound_auth = ${name}-out`,
+    `from_user = ${trunkName(server)}`,
+    "allow = !all,ulaw,alaw",
+    "direct_media = no",
+    "send_pai = yes",
+    "trust_id_inbound = yes",
+    "trust_id_outbound = yes",
+    "",
+    `[${name}-in]`,
+    "type = auth",
+    "auth_type = userpass",
+    `username = ${name}`,
+    `password = ${peer.secret}`,
+    "",
+    `[${name}-out]`,
+    "type = auth",
+    "auth_type = userpass",
+    `username = ${trunkName(server)}`,
+    `password = ${peer.secret}`,
+    "",
+    `[${name}]`,
+    "type = aor",
+    `contact = sip:${
+      peer.sipHost.includes(":") && !peer.sipHost.startsWith("[")
+        ? `[${peer.sipHost}]`
+        : peer.sipHost
+    }:${peer.sipPort}`,
+    "qualify_frequency = 0",
+  ];
+}
+
+/** A number served by another server: dialled over the trunk, svc's call id in a header. */
+function trunkEntry(exten: string, what: string, peer: TrunkPeer): string[] {
+  return [
+    `exten => ${exten},1,NoOp(${what} on server ${peer.name})`,
+    ` same => n,Dial(PJSIP/\${EXTEN}@${trunkName(peer.name)},,b(${TRUNK_OUT_CONTEXT}^s^1))`,
+    " same => n,Hangup()",
+  ];
+}
+
+/** A number served here, reached from another server: the call's id told, then its context. */
+function trunkInEntry(exten: string, context: string): string[] {
+  return [
+    `exten => ${exten},1,Set(__SVC_CALL=\${PJSIP_HEADER(read,${CALL_HEADER})})`,
+    ` same => n,UserEvent(${LINK_EVENT},Call: \${SVC_CALL})`,
+    ` same => n,Goto(${context},\${EXTEN},1)`,
+  ];
+}
+
+/** The contexts a dialplan of several servers adds (see {@link TRUNK_OUT_CONTEXT}). */
+function trunkContexts(trunkIn: string[][]): string[] {
+  return [
+    "",
+    `; ${TRUNK_OUT_CONTEXT}: a call leaving over a trunk carries svc's call id (${CALL_HEADER}):`,
+    ";   the id it came with from another server, else its own Linkedid.",
+    `[${TRUNK_OUT_CONTEXT}]`,
+    `exten => s,1,Set(PJSIP_HEADER(add,${CALL_HEADER})=\${IF($["\${SVC_CALL}" = ""]?\${CHANNEL(linkedid)}:\${SVC_CALL})})`,
+    " same => n,Return()",
+    "",
+    `; ${TRUNK_IN_CONTEXT}: a call from another server (its trunk): the numbers served here.`,
+    `[${TRUNK_IN_CONTEXT}]`,
+    ...trunkIn.flatMap((entry, i) => i ? ["", ...entry] : entry),
+  ];
 }
 
 /** The endpoint, auth and aor sections of one SIP endpoint, or the comment leaving it out. */
@@ -646,6 +796,9 @@ function extensionsFile(model: Model): string {
   const out = header("extensions_svc.conf", "extensions.conf", "pbx_config.so");
   const notes: string[] = [];
   const contexts = new Map<string, string[][]>();
+  /** The numbers served here that other servers reach (several servers only). */
+  const trunkIn: string[][] = [];
+  const mainPeer = model.mainPeer();
   const add = (context: string, entry: string[]) => {
     const entries = contexts.get(context);
     if (entries) entries.push(entry);
@@ -676,6 +829,12 @@ function extensionsFile(model: Model): string {
       skip(device.problem);
       continue;
     }
+    const remote = model.remoteServer(line);
+    if (remote) {
+      add(extension.context, trunkEntry(extension.exten, `call to ${device.name}`, remote));
+      continue;
+    }
+    if (model.placement) trunkIn.push(trunkInEntry(extension.exten, extension.context));
     const user = model.mainUser(line);
     const ring = user && Number.isInteger(user.ring_seconds) && user.ring_seconds >= 0
       ? user.ring_seconds
@@ -715,6 +874,11 @@ function extensionsFile(model: Model): string {
       notes.push(`; queue ${queue.id}'s number left out: its context is not a usable context name`);
       continue;
     }
+    if (mainPeer) {
+      add(queue.context, trunkEntry(queue.number, `queue ${queue.name}`, mainPeer));
+      continue;
+    }
+    if (model.placement) trunkIn.push(trunkInEntry(queue.number, queue.context));
     add(queue.context, [
       `exten => ${queue.number},1,NoOp(queue ${queue.name})`,
       " same => n,Answer()",
@@ -723,7 +887,14 @@ function extensionsFile(model: Model): string {
     ]);
   }
 
-  for (const room of usableRooms(model, notes)) add(room.context, roomEntry(room));
+  for (const room of usableRooms(model, notes)) {
+    if (mainPeer) {
+      add(room.context, trunkEntry(room.number, `room ${room.id}`, mainPeer));
+      continue;
+    }
+    if (model.placement) trunkIn.push(trunkInEntry(room.number, room.context));
+    add(room.context, roomEntry(room));
+  }
 
   if (notes.length) out.push("", ...notes);
   for (const context of [...contexts.keys()].sort()) {
@@ -742,14 +913,19 @@ function extensionsFile(model: Model): string {
     const device = model.device(line);
     return "problem" in device ? [] : [{ line, device }];
   });
-  agentLines.forEach(({ line, device }, i) =>
+  agentLines.forEach(({ line, device }, i) => {
+    // an agent's line on another server: rung over the trunk, at its first extension
+    const remote = model.remoteServer(line);
+    const exten = remote && model.enabledExtensions(line)[0]?.exten;
     out.push(
       ...(i ? [""] : []),
       `exten => ${line.id},1,NoOp(agent on line ${line.id})`,
-      ` same => n,Dial(${device.iface})`,
+      remote && exten
+        ? ` same => n,Dial(PJSIP/${exten}@${trunkName(remote.name)},,b(${TRUNK_OUT_CONTEXT}^s^1))`
+        : ` same => n,Dial(${device.iface})`,
       " same => n,Hangup()",
-    )
-  );
+    );
+  });
   out.push(
     "",
     "; svc-queue-out: a call placed by a queue on an agent's behalf, agent first. Originate",
@@ -757,7 +933,8 @@ function extensionsFile(model: Model): string {
     ";   the ;2 half waits in the queue (not answered) until an agent answers.",
     "[svc-queue-out]",
   );
-  usableQueues.forEach((queue, i) =>
+  const localQueues = mainPeer ? [] : usableQueues;
+  localQueues.forEach((queue, i) =>
     out.push(
       ...(i ? [""] : []),
       `exten => ${queue.id},1,NoOp(dial from queue ${queue.name})`,
@@ -771,7 +948,7 @@ function extensionsFile(model: Model): string {
     ";   Channel=Local/<destination>@<queue context>, Context=svc-queue-in, Exten=<queue id>.",
     "[svc-queue-in]",
   );
-  usableQueues.forEach((queue, i) =>
+  localQueues.forEach((queue, i) =>
     out.push(
       ...(i ? [""] : []),
       `exten => ${queue.id},1,NoOp(queue ${queue.name})`,
@@ -779,6 +956,7 @@ function extensionsFile(model: Model): string {
       " same => n,Hangup()",
     )
   );
+  if (model.placement) out.push(...trunkContexts(trunkIn));
   return text(out);
 }
 
@@ -832,7 +1010,8 @@ const yesNo = (value: boolean) => value ? "yes" : "no";
  */
 function confbridgeFile(model: Model): string {
   const out = header("confbridge_svc.conf", "confbridge.conf", "app_confbridge.so");
-  for (const room of model.rooms) {
+  // with several servers the rooms are the main server's
+  for (const room of model.mainPeer() ? [] : model.rooms) {
     if (!ROOM_ID.test(room.id)) continue; // noted in extensions_svc.conf
     const music = room.music !== null && MOH_CLASS.test(room.music) ? room.music : null;
     out.push(
@@ -928,7 +1107,8 @@ function voicemailFile(model: Model): string {
 
 function queuesFile(model: Model): string {
   const out = header("queues_svc.conf", "queues.conf", "app_queue.so");
-  for (const queue of byId(model.snapshot.queues)) {
+  // with several servers the queues are the main server's
+  for (const queue of model.mainPeer() ? [] : byId(model.snapshot.queues)) {
     out.push("");
     if (!QUEUE_NAME.test(queue.name) || queue.name.toLowerCase() === "general") {
       out.push(`; queue ${queue.id} left out: its name is not a usable queue name`);

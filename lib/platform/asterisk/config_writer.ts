@@ -19,6 +19,7 @@ import {
   asteriskConfig,
   readConfigSnapshot,
   ROOM_COLLECTIONS,
+  type ServerPlacement,
   SNAPSHOT_COLLECTIONS,
 } from "./config_files.ts";
 
@@ -52,6 +53,11 @@ export interface ConfigWriterOptions {
   maxDelayMs?: number;
   /** Timers' clock (default: the system's; the writer needs one that moves by itself). */
   clock?: Clock;
+  /**
+   * With several servers, where this one's files go (read at each sync: a server added to the
+   * servers file changes every server's trunks); absent with one server.
+   */
+  placement?: () => ServerPlacement | undefined;
 }
 
 /** What one sync did. */
@@ -92,6 +98,7 @@ export class ConfigWriter {
   readonly #pollMs: number;
   readonly #quietMs: number;
   readonly #maxDelayMs: number;
+  readonly #placement: () => ServerPlacement | undefined;
 
   /** Versions last read from the store, and those the files on disk were generated from. */
   #seen: string | null = null;
@@ -129,6 +136,7 @@ export class ConfigWriter {
     this.#pollMs = options.pollMs ?? 250;
     this.#quietMs = options.quietMs ?? 300;
     this.#maxDelayMs = options.maxDelayMs ?? 1500;
+    this.#placement = options.placement ?? (() => undefined);
   }
 
   /** Writes the files at once if they differ from the store, then follows the changes. */
@@ -218,7 +226,9 @@ export class ConfigWriter {
     const read = (collections: readonly { versionKey: Deno.KvKey }[]) =>
       this.#store.getMany(collections.map((collection) => collection.versionKey));
     const entries = [...await read(SNAPSHOT_COLLECTIONS), ...await read(ROOM_COLLECTIONS)];
-    return entries.map((entry) => entry.versionstamp ?? "-").join(",");
+    const versions = entries.map((entry) => entry.versionstamp ?? "-").join(",");
+    const placement = this.#placement();
+    return placement ? `${versions};${JSON.stringify(placement)}` : versions;
   }
 
   #exclusive<T>(task: () => Promise<T>): Promise<T> {
@@ -243,7 +253,7 @@ export class ConfigWriter {
     try {
       const versions = await this.#versions();
       if (force || this.#checkFiles || versions !== this.#synced) {
-        const config = asteriskConfig(await readConfigSnapshot(this.#store));
+        const config = asteriskConfig(await readConfigSnapshot(this.#store), this.#placement());
         await Deno.mkdir(this.#dir, { recursive: true });
         for (const file of ASTERISK_FILES) {
           const path = `${this.#dir}/${file.name}`;

@@ -58,7 +58,12 @@ import { ASTDB_FAMILY, keysToWrite, userKeys, writeKeys } from "./astdb.ts";
 import { CallCommands } from "./call_commands.ts";
 import { CallTracker, DIAL_DROPPED_EVENT, dialAnnouncement, type NewCall } from "./calls.ts";
 import { ASTERISK_FILES, ConfigWriter } from "./config_writer.ts";
-import { LISTEN_CONTEXT, ROOM_INVITE_CONTEXT } from "./config_files.ts";
+import {
+  LINK_EVENT,
+  LISTEN_CONTEXT,
+  ROOM_INVITE_CONTEXT,
+  type ServerPlacement,
+} from "./config_files.ts";
 import { RoomBook } from "./rooms.ts";
 import { listenAnnouncement, Spies, type SpyFields } from "./listen.ts";
 
@@ -74,10 +79,24 @@ export interface AsteriskOptions {
   recordingsDir?: string;
   /** How often the directory is read again while nothing is asked (default 500 ms). */
   directoryRefreshMs?: number;
+  /**
+   * With several servers (`SVC_ASTERISK_SERVERS`): this server's name, which scopes its lease and
+   * its processes' presence in the store; absent with one server (the keys of before).
+   */
+  server?: string;
+  /** With several servers: where this server's files go (config_files.ts). */
+  placement?: () => ServerPlacement | undefined;
+  /**
+   * With several servers: the `USR_` variables of call `linkedId` on the other servers (its dial
+   * variables, `setData`), which a call coming from one over a trunk takes on (`SvcLink`).
+   */
+  linkedData?: (linkedId: string) => Record<string, string> | null;
 }
 
 /** The lease of the process that turns AMI events into store writes and writes the files. */
 const LEASE_KEY: Deno.KvKey = ["platform_lease"];
+/** The lease of one server of several. */
+const serverLeaseKey = (server: string): Deno.KvKey => ["platform_lease", "server", server];
 /**
  * A holder renews its lease every {@link LEASE_TICK_MS}, the others try to take it as often: a
  * holder that dies loses it within {@link LEASE_MS}, and another holds it a tick later at most
@@ -190,11 +209,21 @@ export class AsteriskPlatform implements Platform {
   /** The current connection's resync is done (see `reachable`). */
   #synced = false;
   #resyncing = false;
+  /** This server's lease and where its processes say they are (see {@link PRESENCE}). */
+  readonly #leaseKey: Deno.KvKey;
+  readonly #presence: Deno.KvKey;
+  /**
+   * Calls that came over a trunk from another server: their `Linkedid` here → the id the caller's
+   * server gave the call (`SvcLink`), which their events carry: one call, one id.
+   */
+  readonly #links = new Map<string, string>();
   /** Resolved by `FullyBooted` on the current connection (Asterisk may accept logins earlier). */
   #booted = Promise.withResolvers<void>();
 
   constructor(readonly options: AsteriskOptions) {
     const { store, logger } = options;
+    this.#leaseKey = options.server === undefined ? LEASE_KEY : serverLeaseKey(options.server);
+    this.#presence = options.server === undefined ? [PRESENCE] : [PRESENCE, options.server];
     this.#loader = directoryLoader(store);
     // a lost or stalled connection is noticed within 10 s (decisions §12): a ping after 4 s of
     // silence, answered within 5 s (SVC_AMI_KEEPALIVE_MS, SVC_AMI_TIMEOUT_MS)
@@ -214,6 +243,11 @@ export class AsteriskPlatform implements Platform {
       now: () => options.clock.now(),
       ignored: (linkedId: string) => this.#spies.has(linkedId),
       roomOf: (uniqueId: string) => this.#rooms.roomOf(uniqueId),
+      elsewhere: (phone: { registrar?: string }) => {
+        const placement = options.placement?.();
+        return !!placement && phone.registrar !== placement.server &&
+          placement.peers.some((peer) => peer.name === phone.registrar);
+      },
     };
     this.#spies = new Spies(ctx.emit);
     this.#rooms = new RoomBook({
@@ -262,6 +296,7 @@ export class AsteriskPlatform implements Platform {
       logger,
       reload: (modules) => this.#reload(modules),
       isLeader: () => this.#leader,
+      placement: options.placement,
     });
     this.#ami.onEvent((event) => this.#onEvent(event));
     this.#ami.onConnect(() => this.#sendMark());
@@ -287,6 +322,11 @@ export class AsteriskPlatform implements Platform {
       this.#statusVersion++;
       if (!this.#closed) logger.warn("Asterisk unreachable", { reason });
     });
+  }
+
+  /** Whether `start()` ran. */
+  get started(): boolean {
+    return this.#timers.length > 0;
   }
 
   /** Connects to Asterisk, takes the lease when free, writes the configuration files. */
@@ -582,7 +622,12 @@ export class AsteriskPlatform implements Platform {
   }
 
   liveCalls(): Promise<LiveCall[]> {
-    return Promise.resolve(this.#commands.liveCalls());
+    const calls = this.#commands.liveCalls();
+    if (!this.#links.size) return Promise.resolve(calls);
+    // a call from another server: its id there (one call, one id)
+    return Promise.resolve(
+      calls.map((call) => ({ ...call, linkedId: this.#links.get(call.linkedId) ?? call.linkedId })),
+    );
   }
 
   async callCommand(callId: string, command: CallCommand): Promise<void> {
@@ -685,7 +730,7 @@ export class AsteriskPlatform implements Platform {
     await this.#delivery.idle();
     await Promise.all(this.#storeWrites);
     if (this.#leader) {
-      await releaseLeaseAt(this.options.store, LEASE_KEY, this.#owner).catch(() => null);
+      await releaseLeaseAt(this.options.store, this.#leaseKey, this.#owner).catch(() => null);
     }
   }
 
@@ -908,6 +953,7 @@ export class AsteriskPlatform implements Platform {
   #onEvent(event: AmiMessage): void {
     this.#setCause(this.#placeOf(event));
     try {
+      if (event.event === "UserEvent" && event.get("UserEvent") === LINK_EVENT) this.#link(event);
       switch (event.event) {
         case "DeviceStateChange":
           this.#devices.set(event.get("Device") ?? "", event.get("State") ?? "");
@@ -1022,15 +1068,19 @@ export class AsteriskPlatform implements Platform {
    * same stream; else (a resync, a command's answer, before this connection's mark) an id of this
    * process's own, and the event is never handed over by a takeover.
    */
-  #emit(event: PlatformEvent): void {
+  #emit(localEvent: PlatformEvent): void {
     const cause = this.#cause;
-    const linkedId = event.kind === "agent" || event.kind === "voicemail"
+    const event = this.#linked(localEvent);
+    const linkedId = localEvent.kind === "agent" || localEvent.kind === "voicemail"
       ? undefined
-      : event.kind === "room"
-      ? event.participant?.linkedId
-      : event.linkedId;
+      : localEvent.kind === "room"
+      ? localEvent.participant?.linkedId
+      : localEvent.linkedId;
     const ownId = !cause?.replayable || (linkedId !== undefined && this.#gapCalls.has(linkedId));
-    if (event.kind === "call_ended") this.#gapCalls.delete(event.linkedId);
+    if (localEvent.kind === "call_ended") {
+      this.#gapCalls.delete(localEvent.linkedId);
+      this.#links.delete(localEvent.linkedId);
+    }
     if (ownId) {
       const local = { ...event, id: `${this.#owner}:${++this.#localIds}` };
       this.#local.add(local);
@@ -1041,6 +1091,38 @@ export class AsteriskPlatform implements Platform {
     const n = (this.#underCause.get(what) ?? 0) + 1;
     this.#underCause.set(what, n);
     this.#batch.push({ ...event, id: `${cause.key}:${what}${n > 1 ? `#${n}` : ""}` });
+  }
+
+  /** A call from another server tells the id its server gave it (`SvcLink`, config_files.ts). */
+  #link(event: AmiMessage): void {
+    const local = event.get("Linkedid");
+    const call = event.get("Call")?.trim();
+    if (local && call && call !== local && /^[A-Za-z0-9.-]{1,64}$/.test(call)) {
+      this.#links.set(local, call);
+      const data = this.options.linkedData?.(call);
+      if (data) this.#calls.addUserData(local, data);
+    }
+  }
+
+  /** The `USR_` variables of call `linkedId` in progress here, null for none (several servers). */
+  callData(linkedId: string): Record<string, string> | null {
+    return this.#calls.userData(linkedId);
+  }
+
+  /** `event` with the id of its call as the caller's server gave it, for a call from another. */
+  #linked(event: PlatformEvent): PlatformEvent {
+    if (!this.#links.size) return event;
+    if (event.kind === "phone" || event.kind === "queue_call") {
+      const call = this.#links.get(event.linkedId);
+      return call ? { ...event, linkedId: call } : event;
+    }
+    if (event.kind === "call_ended") {
+      const call = this.#links.get(event.linkedId);
+      return call
+        ? { ...event, linkedId: call, records: event.records.map((r) => ({ ...r, id: call })) }
+        : event;
+    }
+    return event;
   }
 
   /**
@@ -1120,7 +1202,7 @@ export class AsteriskPlatform implements Platform {
     if (!this.#leader) return;
     try {
       const now = this.options.clock.now();
-      const others = await this.options.store.list<ProcessPresence>({ prefix: [PRESENCE] });
+      const others = await this.options.store.list<ProcessPresence>({ prefix: this.#presence });
       const connected = others.some(({ key, value }) =>
         key[1] !== this.#owner && value.reachable && value.until > now
       );
@@ -1147,7 +1229,7 @@ export class AsteriskPlatform implements Platform {
     this.#downFrom = this.#seenBatches;
     this.#releasedAs = null;
     this.#inBackground(
-      releaseLeaseAt(this.options.store, LEASE_KEY, this.#owner).then(
+      releaseLeaseAt(this.options.store, this.#leaseKey, this.#owner).then(
         (releasedAs) => this.#releasedAs = releasedAs,
         () => null,
       ),
@@ -1231,13 +1313,15 @@ export class AsteriskPlatform implements Platform {
     const presence: ProcessPresence = { reachable, until: this.options.clock.now() + LEASE_MS };
     // the lease's own write tells what fails
     this.#inBackground(
-      this.options.store.set([PRESENCE, this.#owner], presence, { expireIn: 2 * LEASE_MS }),
+      this.options.store.set([...this.#presence, this.#owner], presence, {
+        expireIn: 2 * LEASE_MS,
+      }),
     );
     if (performance.now() < this.#steppedDownUntil) return;
     try {
       const { held, untouched } = await takeLeaseAt(
         this.options.store,
-        LEASE_KEY,
+        this.#leaseKey,
         this.#owner,
         this.options.clock.now(),
         LEASE_MS,
@@ -1246,7 +1330,7 @@ export class AsteriskPlatform implements Platform {
       );
       if (this.#closed || performance.now() < this.#steppedDownUntil) {
         // given up meanwhile: back at once to whoever takes it
-        if (held) await releaseLeaseAt(this.options.store, LEASE_KEY, this.#owner);
+        if (held) await releaseLeaseAt(this.options.store, this.#leaseKey, this.#owner);
         return;
       }
       const taken = held && !this.#leader;

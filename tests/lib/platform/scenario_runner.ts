@@ -311,3 +311,94 @@ export function check(scenario: Scenario, { events, started, w }: Outcome & { w:
     assert.ok(linkedIds.has(linkedId), `events of the call ${linkedId}`);
   }
 }
+
+/**
+ * The scenario's rows cut into streams that come from one server each: each user's phone events,
+ * then the agent, listening, voicemail and room events. Calls and legs are numbered afresh within
+ * each stream; `links` says which streams' calls are one call of the whole (the same `linkedId`).
+ */
+function streams(rows: ReturnType<typeof lines>) {
+  const byStream = new Map<string, unknown[][]>();
+  /** A call of the whole (its number in `rows`) → the stream calls it is. */
+  const calls = new Map<number, Set<string>>();
+  const numbering = new Map<string, { calls: Map<number, number>; legs: Map<number, number> }>();
+  for (const row of rows) {
+    const stream = String(row[0]);
+    const out = byStream.get(stream) ?? [];
+    byStream.set(stream, out);
+    if (row.length !== 6 || typeof row[4] !== "number") {
+      out.push([...row]);
+      continue;
+    }
+    const own = numbering.get(stream) ?? { calls: new Map(), legs: new Map() };
+    numbering.set(stream, own);
+    const local = (map: Map<number, number>, n: number) => {
+      if (!map.has(n)) map.set(n, map.size + 1);
+      return map.get(n)!;
+    };
+    const call = local(own.calls, row[4]);
+    out.push([row[0], row[1], row[2], row[3], call, local(own.legs, row[5] as number)]);
+    calls.set(row[4], (calls.get(row[4]) ?? new Set()).add(`${stream}#${call}`));
+  }
+  const links = [...calls.values()].map((set) => [...set].sort().join(" ")).sort();
+  return { byStream, links };
+}
+
+/**
+ * {@link check} for a scenario played with its people on several PBX servers
+ * (docs/asterisk.md, "Several servers"): two servers' events have no order between them, so each
+ * stream of one server (a user's phone events, the agents', …) must be the table's, in order;
+ * the calls the streams share must be the table's (one `linkedId` across servers); the history
+ * the table's records, in any order; the rest as {@link check} has it.
+ */
+export function checkAcross(
+  scenario: Scenario,
+  { events, started, w }: Outcome & { w: World },
+): void {
+  const actual = streams(lines(events));
+  const expected = streams(scenario.events);
+  const streamNames = [...new Set([...expected.byStream.keys(), ...actual.byStream.keys()])];
+  for (const name of streamNames.sort()) {
+    same(`${name}'s events`, actual.byStream.get(name) ?? [], expected.byStream.get(name) ?? []);
+  }
+  same("calls shared by the streams", actual.links, expected.links);
+  same("queue events", queueLines(events, w), scenario.queue ?? []);
+  const sorted = (rows: HistoryLine[]) => rows.map((row) => JSON.stringify(row)).sort();
+  same("history", sorted(historyLines(events, w)), sorted(scenario.history));
+  const phone = events.filter((event) => event.kind === "phone");
+  const usr = Object.fromEntries(
+    Object.entries(scenario.variables ?? {}).map(([key, value]) => [`USR_${key}`, value]),
+  );
+  const attached = Object.fromEntries(
+    Object.entries(scenario.attached?.variables ?? {}).map(([key, value]) => [`USR_${key}`, value]),
+  );
+  const names: Record<string, string> = { ...PEOPLE, ...scenario.names };
+  for (const [i, event] of phone.entries()) {
+    const base = { PLATFORM_USERID: String(event.userId), ...usr };
+    // which of a user's events follow the data attached is the table's order, not the servers'
+    const withData = scenario.attached &&
+      Object.keys(attached).every((key) => key in event.userData);
+    assert.deepEqual(event.userData, withData ? { ...base, ...attached } : base, `userData ${i}`);
+    const name = names[event.otherDN] ?? "";
+    assert.equal(event.otherDName, name, `otherDName of ${event.username}'s ${event.eventType}`);
+  }
+  if (scenario.recordStates) {
+    // each user's record states in order (the table's phone rows say whose each one is)
+    const expectedRows = scenario.events.filter((row) => row.length === 6 && row[0] !== "room");
+    for (const user of new Set(phone.map((event) => event.username))) {
+      same(
+        `${user}'s record states`,
+        phone.filter((event) => event.username === user).map((event) => event.recordState),
+        scenario.recordStates.filter((_, i) => expectedRows[i]?.[0] === user),
+      );
+    }
+  }
+  if (scenario.monitorStates) {
+    const agents = events.filter((event) => event.kind === "agent");
+    same("monitor states", agents.map((event) => event.monitorState), scenario.monitorStates);
+  }
+  const linkedIds = new Set(phone.map((event) => event.linkedId));
+  for (const { linkedId } of started) {
+    assert.ok(linkedIds.has(linkedId), `events of the call ${linkedId}`);
+  }
+}

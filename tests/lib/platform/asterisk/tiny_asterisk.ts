@@ -17,12 +17,14 @@ export type AmiFields = Record<string, string>;
 
 /**
  * An AMI peer on loopback that logs svc in (then `FullyBooted`), answers every action, and
- * records them. `notify` is the answer to PJSIPNotify (the lines after the ActionID).
+ * records them. `notify` is the answer to PJSIPNotify (the lines after the ActionID). `port`: a
+ * given one (a server back on its address), else any free one.
  */
-export function tinyAsterisk() {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+export function tinyAsterisk(port = 0) {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port });
   const encoder = new TextEncoder();
   const sessions = new Set<{ write(text: string): void }>();
+  const conns = new Set<Deno.TcpConn>();
   const served: Promise<void>[] = [];
   const peer = {
     port: (listener.addr as Deno.NetAddr).port,
@@ -47,6 +49,16 @@ export function tinyAsterisk() {
       await accepting;
       await Promise.all(served);
     },
+    /** Stops as a crashed Asterisk does: the listener and every connection closed at once. */
+    async kill() {
+      listener.close();
+      await accepting;
+      for (const conn of [...conns]) {
+        conns.delete(conn);
+        conn.close();
+      }
+      await Promise.all(served);
+    },
   };
   const serve = async (conn: Deno.TcpConn) => {
     let writing = Promise.resolve();
@@ -59,6 +71,7 @@ export function tinyAsterisk() {
       },
     };
     sessions.add(session);
+    conns.add(conn);
     session.write("Asterisk Call Manager/11.0.0\r\n");
     const parser = new AmiParser({ banner: false });
     const buffer = new Uint8Array(65536);
@@ -92,7 +105,7 @@ export function tinyAsterisk() {
     }
     sessions.delete(session);
     await writing;
-    conn.close();
+    if (conns.delete(conn)) conn.close();
   };
   const accepting = (async () => {
     for (;;) {

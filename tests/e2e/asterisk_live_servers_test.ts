@@ -1,0 +1,217 @@
+/**
+ * Two REAL Asterisk servers behind one svc (issue 47, docs/asterisk.md "Several servers"), where
+ * Asterisk and baresip are installed (skipped with a one-line notice otherwise): `main` with
+ * alice's and carol's phones, the queue and the rooms, `mds1` with bob's phone, each with its own
+ * ports and directories (`recorded_servers.ts`). The scenario table's call-control scenarios run
+ * with bob on the other server and must give the table's events per user, one `linkedId` per
+ * call across the servers and the table's history (`checkAcross`); then `mds1` is stopped
+ * mid-run (bob's routes 503, alice's work, `/ready` and `/metrics` say which) and started again
+ * (resynced within 5 s).
+ *
+ * With `SVC_RECORD_TRANSCRIPTS=<dir>` each scenario's two AMI sessions are written there as
+ * `servers/<transcript>.<server>.jsonl` (`tests/peers/asterisk_transcripts/servers/`), which
+ * `tests/lib/platform/asterisk/several_servers_replay_test.ts` replays in CI.
+ * `SVC_TEST_SCENARIO=<part of a transcript name>` plays only those.
+ */
+import assert from "node:assert/strict";
+import type { CallStarted, PlatformEvent } from "../../lib/platform/port.ts";
+import { OUTSIDE_ROUTE, quietManager } from "../peers/asterisk_pbx.ts";
+import { livePeers } from "../peers/live_peers.ts";
+import type { Phone } from "../peers/baresip_phone.ts";
+import { capture, checkAcross } from "../lib/platform/scenario_runner.ts";
+import { SCENARIOS, type SimPhones } from "../lib/platform/scenarios.ts";
+import { apiCall, login, webServiceUser } from "../helpers.ts";
+import { ACROSS, acrossTranscript, SERVERS } from "../lib/platform/asterisk/across.ts";
+import { type RecordedServers, startRecordedServers, svcOnServers } from "./recorded_servers.ts";
+import { sleep, until } from "./svc_http.ts";
+
+const { prefix: PREFIX, missing } = livePeers("asterisk_live_servers_test");
+const RECORD_TO = Deno.env.get("SVC_RECORD_TRANSCRIPTS");
+/** Comma-separated parts of transcript names: only those scenarios. */
+const ONLY = (Deno.env.get("SVC_TEST_SCENARIO") ?? "").split(",");
+
+const PEOPLE = { "1001": "alice", "1002": "bob", "1003": "carol" } as const;
+
+/** The scenario's phones played on the real ones (as `asterisk_live_scenarios_test.ts` does). */
+function livePhones(phones: Record<string, Phone>, settle: () => Promise<void>): SimPhones {
+  const seen = new Map(Object.entries(phones).map(([user, phone]) => [user, phone.ctrl.mark()]));
+  return {
+    async act(extension, action) {
+      if (extension === "external") return;
+      const user = PEOPLE[extension as keyof typeof PEOPLE];
+      const ctrl = phones[user]!.ctrl;
+      if (action === "answer" || action === "reject") {
+        await ctrl.waitEvent("CALL_INCOMING", seen.get(user) ?? 0);
+        seen.set(user, ctrl.mark());
+        if (action === "answer") await ctrl.accept();
+        else await ctrl.hangup();
+      } else if (action === "hangup") await ctrl.hangup();
+      else if (action === "hold") await ctrl.hold();
+      else await ctrl.resume();
+      await settle();
+    },
+    policy() {
+      return Promise.reject(new Error("a real phone's policy is its answer mode: not played live"));
+    },
+    async advance(ms) {
+      await sleep(ms);
+      await settle();
+    },
+    keys() {
+      return Promise.reject(new Error("no room scenario is played across servers"));
+    },
+  };
+}
+
+Deno.test({
+  name: "two real Asterisk servers behind one svc: calls across them, one of them down and back",
+  ignore: missing,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const servers = await startRecordedServers({
+      prefix: PREFIX!,
+      config: {
+        main: {
+          "extensions.conf": (ours) => `${ours}\n${OUTSIDE_ROUTE}\n`,
+          "manager.conf": quietManager,
+        },
+        mds1: { "manager.conf": quietManager },
+      },
+      phones: Object.fromEntries(
+        Object.values(PEOPLE).map((user) => [user, { user, answerMode: "manual" as const }]),
+      ),
+      registerMs: 20_000,
+    });
+    try {
+      const chosen = SCENARIOS.filter((one) =>
+        ACROSS.includes(one.transcript ?? "") && ONLY.some((part) => one.transcript!.includes(part))
+      );
+      for (const scenario of chosen) {
+        const ok = await t.step(`${scenario.name} (bob on mds1)`, async () => {
+          await playAcross(servers, scenario);
+        });
+        if (!ok) console.log(`asterisk_live_servers_test: ${scenario.name} failed`);
+      }
+      await t.step("mds1 down: bob's routes 503, alice's work; back: resynced", async () => {
+        await serverDownAndBack(servers);
+      });
+    } finally {
+      await servers.stop();
+    }
+  },
+});
+
+async function playAcross(servers: RecordedServers, scenario: typeof SCENARIOS[number]) {
+  const w = await svcOnServers(servers.file);
+  let passed = false;
+  try {
+    await scenario.prepare?.(w.w);
+    const events: PlatformEvent[] = capture(w.ctx);
+    w.platform.start();
+    await w.platform.firstSync();
+    const settle = async () => {
+      await sleep(400);
+      await w.platform.settled();
+    };
+    const sim = livePhones(servers.phones, settle);
+    const started: CallStarted[] = [];
+    for (const step of scenario.steps) {
+      const result = await step.command(w.w);
+      if (typeof result === "object" && result !== null && "linkedId" in result) {
+        started.push(result as CallStarted);
+      }
+      await settle();
+      await step.phones?.(sim);
+    }
+    await until(() => w.platform.calls().length === 0, 10_000, "no call left");
+    await settle();
+    checkAcross(scenario, { events, started, w: w.w });
+    passed = true;
+  } finally {
+    // a scenario stopped half-way leaves no agent logged in for the next ones
+    if (!passed) await w.platform.agentLogout(w.w.agent.id).catch(() => {});
+    await w.close();
+    for (const phone of Object.values(servers.phones)) await phone.ctrl.hangup().catch(() => {});
+    await sleep(300);
+    if (RECORD_TO && scenario.transcript) {
+      await Deno.mkdir(`${RECORD_TO}/servers`, { recursive: true });
+      for (const name of SERVERS) {
+        await Deno.writeTextFile(
+          `${RECORD_TO}/${acrossTranscript(scenario.transcript, name)}.jsonl`,
+          servers.recorder[name].text(),
+        );
+      }
+    }
+  }
+}
+
+/**
+ * mds1 stops while alice and bob are idle: bob's dial answers 503 `Unreachable`, alice's call to
+ * the outside route goes on, `/ready` and the metrics name mds1; bob's DND set through `/1.1`
+ * meanwhile is stored; mds1 starts again: within 5 s svc is ready again and Asterisk has bob's DND
+ * (its AstDB, which svc's resync writes).
+ */
+async function serverDownAndBack(servers: RecordedServers) {
+  const w = await svcOnServers(servers.file);
+  try {
+    w.platform.start();
+    await w.platform.firstSync();
+    const ws = await webServiceUser(w.ctx, ["svc.rest.#", "svc.rest.metrics.read"]);
+    const token = await login(w.ctx, "webservice", ws.login);
+    const v2 = apiCall(w.ctx, "/svc/api/2.0", token);
+    await login(w.ctx, "login", "alice");
+    await login(w.ctx, "login", "bob");
+    const dial = (username: string) =>
+      v2("POST", `/dial/number/${username}`, { destination: "0123456789" });
+    const servers_ = async () => (await (await w.ctx.app.request("/ready")).json()).servers;
+    const mds1 = servers.pbx.mds1;
+    await mds1.halt();
+    await until(
+      async () => JSON.stringify(await servers_()).includes('"mds1","state":"disconnected"'),
+      15_000,
+      "mds1 seen down",
+    );
+    assert.deepEqual(await servers_(), [
+      { name: "main", state: "ready" },
+      { name: "mds1", state: "disconnected" },
+    ]);
+    assert.equal((await w.ctx.app.request("/ready")).status, 200, "main still takes commands");
+    const bobs = await dial("bob");
+    assert.equal(bobs.status, 503, await bobs.clone().text());
+    assert.equal((await bobs.json()).error, "Unreachable");
+    const alice = servers.phones.alice!.ctrl;
+    const ringing = alice.mark();
+    const alices = await dial("alice");
+    assert.equal(alices.status, 200, await alices.clone().text());
+    await alice.waitEvent("CALL_INCOMING", ringing);
+    const scraped = await (await w.ctx.app.request("/metrics", {
+      headers: { Authorization: `Bearer ${token}` },
+    })).text();
+    assert.match(scraped, /^svc_platform_server_state\{server="mds1",state="disconnected"\} 1$/m);
+    assert.match(scraped, /^svc_platform_server_state\{server="main",state="ready"\} 1$/m);
+    await alice.hangup();
+    // bob's DND through the configuration daemon: stored, written to mds1 once it is back
+    const dnd = await w.w.api.put(`/users/${w.w.bob.id}/services/dnd`, { enabled: true });
+    assert.equal(dnd.status, 204, await dnd.clone().text());
+    await mds1.start();
+    const back = performance.now();
+    await until(
+      async () => JSON.stringify(await servers_()).includes('"mds1","state":"ready"'),
+      10_000,
+      "mds1 ready again",
+    );
+    const took = performance.now() - back;
+    assert.ok(took < 5000, `mds1 resynced ${Math.round(took)} ms after it booted`);
+    await until(
+      async () =>
+        new RegExp(`/svc/dnd/${w.w.bob.id}\\s*: 1`).test(await mds1.cli("database show svc")),
+      5000,
+      "bob's DND in mds1's AstDB",
+    );
+    const dndOff = await v2("POST", "/dnd/bob", { state: false });
+    assert.equal(dndOff.status, 200, `bob's routes work again: ${await dndOff.text()}`);
+  } finally {
+    await w.close();
+  }
+}

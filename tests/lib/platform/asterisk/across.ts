@@ -1,0 +1,50 @@
+/**
+ * The scenario table played with its people on two PBX servers (issue 47, docs/asterisk.md
+ * "Several servers"): `main` with alice's and carol's phones, the queue and the rooms, `mds1` with
+ * bob's. `tests/e2e/asterisk_live_servers_test.ts` plays them on two real Asterisk servers and
+ * records both AMI sessions (`tests/peers/asterisk_transcripts/servers/`);
+ * `several_servers_replay_test.ts` replays them in CI.
+ */
+import type { World } from "../scenarios.ts";
+
+/** The servers, the main one first. */
+export const SERVERS = ["main", "mds1"] as const;
+export type ServerName = typeof SERVERS[number];
+
+/** The scenarios (their transcripts) that give the table's events with bob on `mds1`. */
+export const ACROSS = [
+  "02-dial-answered",
+  "06-callee-busy",
+  "07-callee-no-answer",
+  "08-dnd",
+  "09-forward-unconditional",
+  "10-forward-busy",
+  "11-forward-noanswer",
+  "21-svc-hold-resume",
+  "22-svc-hold-held-hangs-up",
+  "28-record-mute-dtmf",
+];
+
+/**
+ * Those CI replays (`several_servers_replay_test.ts`). The others play live only for now: their
+ * recorded sessions start with the writes a resync makes (AstDB keys the previous scenario left)
+ * or a command on mds1 before main's dial, which the replay's gate (mds1 waits for main's dial)
+ * does not order yet.
+ */
+export const REPLAYED = [
+  "02-dial-answered",
+  "06-callee-busy",
+  "07-callee-no-answer",
+  "08-dnd",
+  "28-record-mute-dtmf",
+];
+
+/** A scenario's recorded session of one server, as `ami_replay.ts` names it. */
+export const acrossTranscript = (transcript: string, server: ServerName) =>
+  `servers/${transcript}.${server}`;
+
+/** bob's line on `mds1`, as an administrator places it (`registrar`, `/1.1/lines`). */
+export async function placeBob(w: World): Promise<void> {
+  const response = await w.api.put(`/lines/${w.bob.line_ids[0]}`, { registrar: "mds1" });
+  if (response.status !== 204) throw new Error(`bob's line not placed: ${await response.text()}`);
+}
