@@ -17,9 +17,9 @@ import assert from "node:assert/strict";
 import type { CallStarted, PlatformEvent } from "../../lib/platform/port.ts";
 import { OUTSIDE_ROUTE, quietManager } from "../peers/asterisk_pbx.ts";
 import { livePeers } from "../peers/live_peers.ts";
-import type { Phone } from "../peers/baresip_phone.ts";
 import { capture, checkAcross } from "../lib/platform/scenario_runner.ts";
-import { SCENARIOS, type SimPhones } from "../lib/platform/scenarios.ts";
+import { SCENARIOS } from "../lib/platform/scenarios.ts";
+import { livePhones, PEOPLE } from "./live_phones.ts";
 import { apiCall, login, webServiceUser } from "../helpers.ts";
 import { ACROSS, acrossTranscript, SERVERS } from "../lib/platform/asterisk/across.ts";
 import { type RecordedServers, startRecordedServers, svcOnServers } from "./recorded_servers.ts";
@@ -29,39 +29,6 @@ const { prefix: PREFIX, missing } = livePeers("asterisk_live_servers_test");
 const RECORD_TO = Deno.env.get("SVC_RECORD_TRANSCRIPTS");
 /** Comma-separated parts of transcript names: only those scenarios. */
 const ONLY = (Deno.env.get("SVC_TEST_SCENARIO") ?? "").split(",");
-
-const PEOPLE = { "1001": "alice", "1002": "bob", "1003": "carol" } as const;
-
-/** The scenario's phones played on the real ones (as `asterisk_live_scenarios_test.ts` does). */
-function livePhones(phones: Record<string, Phone>, settle: () => Promise<void>): SimPhones {
-  const seen = new Map(Object.entries(phones).map(([user, phone]) => [user, phone.ctrl.mark()]));
-  return {
-    async act(extension, action) {
-      if (extension === "external") return;
-      const user = PEOPLE[extension as keyof typeof PEOPLE];
-      const ctrl = phones[user]!.ctrl;
-      if (action === "answer" || action === "reject") {
-        await ctrl.waitEvent("CALL_INCOMING", seen.get(user) ?? 0);
-        seen.set(user, ctrl.mark());
-        if (action === "answer") await ctrl.accept();
-        else await ctrl.hangup();
-      } else if (action === "hangup") await ctrl.hangup();
-      else if (action === "hold") await ctrl.hold();
-      else await ctrl.resume();
-      await settle();
-    },
-    policy() {
-      return Promise.reject(new Error("a real phone's policy is its answer mode: not played live"));
-    },
-    async advance(ms) {
-      await sleep(ms);
-      await settle();
-    },
-    keys() {
-      return Promise.reject(new Error("no room scenario is played across servers"));
-    },
-  };
-}
 
 Deno.test({
   name: "two real Asterisk servers behind one svc: calls across them, one of them down and back",
