@@ -21,7 +21,12 @@ import { capture, checkAcross } from "../lib/platform/scenario_runner.ts";
 import { SCENARIOS } from "../lib/platform/scenarios.ts";
 import { livePhones, PEOPLE } from "./live_phones.ts";
 import { apiCall, login, webServiceUser } from "../helpers.ts";
-import { ACROSS, acrossTranscript, SERVERS } from "../lib/platform/asterisk/across.ts";
+import {
+  ACROSS,
+  acrossTranscript,
+  SERVERS,
+  undoServices,
+} from "../lib/platform/asterisk/across.ts";
 import { type RecordedServers, startRecordedServers, svcOnServers } from "./recorded_servers.ts";
 import { sleep, until } from "./svc_http.ts";
 
@@ -94,6 +99,8 @@ async function playAcross(servers: RecordedServers, scenario: typeof SCENARIOS[n
     await until(() => w.platform.calls().length === 0, 10_000, "no call left");
     await settle();
     checkAcross(scenario, { events, started, w: w.w });
+    await undoServices(w.w, scenario.transcript!);
+    await settle();
     passed = true;
   } finally {
     // a scenario stopped half-way leaves no agent logged in for the next ones

@@ -314,6 +314,15 @@ export class AmiReplay {
   #sessions = new Set<Session>();
   #current: Session | undefined;
 
+  /**
+   * The recorded time the current connection's script has come to: what it plays next or the
+   * client action it waits for (0 before any connection, Infinity once over). Two replays of one
+   * recording session's servers keep in step by it (`gate`).
+   */
+  position(): number {
+    return this.#current?.position ?? 0;
+  }
+
   /** The current connection's recorded Uniqueids replaced so far, each by the client's id. */
   uniqueIds(): [RegExp, string][] {
     return this.#current?.uniqueIds ?? [];
@@ -487,6 +496,9 @@ class Session {
   #autoIds = new Set<string>();
   /** Recorded Uniqueid → the client's ChannelId. */
   #uniqueIds: [RegExp, string][] = [];
+
+  /** The recorded time of what the script plays next, or waits for (Infinity once over). */
+  position = 0;
 
   /** The recorded Uniqueids replaced so far, each by the client's id. */
   get uniqueIds(): [RegExp, string][] {
@@ -735,6 +747,7 @@ class Session {
         continue;
       }
       const name = step.action.get("Action") ?? "";
+      this.position = step.t;
       while (this.#queued.length === 0 && !this.#closed) {
         this.#setState(name);
         await new Promise<void>((resolve) => this.#wake = resolve);
@@ -765,10 +778,12 @@ class Session {
         await this.#playRecord(record);
       }
     }
+    this.position = Infinity;
     if (!this.#closed) this.#setState("end");
   }
 
   async #playRecord(record: RecordLine): Promise<void> {
+    this.position = record.t;
     await this.#until(record.t);
     await this.#held();
     const gate = this.server.options.gate;

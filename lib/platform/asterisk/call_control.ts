@@ -18,6 +18,7 @@ import {
   type TrackerOps,
   type Transfer,
 } from "./call_model.ts";
+import { TRUNK_DEVICE } from "./config_files.ts";
 
 /** The name of a ConfBridge conference → its id (svc's ones only). */
 const conferenceId = (name: string) => name.startsWith("svc:") ? name.slice(4) : null;
@@ -179,6 +180,12 @@ export class ControlState {
     }
   }
 
+  /** The user of another server of svc's that `leg`, a trunk between them, is; "" for none. */
+  #acrossUser(leg: Leg): string {
+    if (!this.ops.channelOf(leg)?.device?.startsWith(TRUNK_DEVICE)) return "";
+    return this.ops.ctx.dir().phoneNamed(leg.number)?.username ?? "";
+  }
+
   // --- holds ------------------------------------------------------------------------------------
 
   /** svc holds `holder`'s call: `held` hears music, the holder's user gets `EventOnHold`. */
@@ -231,7 +238,7 @@ export class ControlState {
       originUp: true,
       shownNumber: from.number,
       shownName: "", // the phone's user by its number, else nobody known
-      ringSrc: { username: from.phone?.username ?? "", number: from.number },
+      ringSrc: { username: from.phone?.username ?? this.#acrossUser(from), number: from.number },
       target: dir.resolve(exten, context).kind,
       failed: false,
       transfer,

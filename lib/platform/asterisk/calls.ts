@@ -128,6 +128,9 @@ function announcedCall(event: AmiMessage): NewCall | null {
 /** Where svc parks channels it holds or transfers: a call ending leaves none of them behind. */
 const SVC_CONTEXTS = new Set([HOLD_CONTEXT, WAIT_CONTEXT, CONSULT_CONTEXT, CONFERENCE_CONTEXT]);
 
+/** A caller id number Asterisk knows (not empty, not `<unknown>`). */
+const knownNumber = (number: string) => number !== "" && number !== "<unknown>";
+
 /** How many ended calls' variables are kept for a late part of theirs from another server. */
 const ENDED_DATA_KEPT = 256;
 
@@ -249,6 +252,23 @@ export class CallTracker {
     if (call && !call.ended) call.userData = { ...data, ...call.userData };
   }
 
+  /**
+   * A queue's call to an agent of another server leaves over a trunk (`SvcAgentTrunk`): that
+   * trunk channel is the agent's phone here, the queue's side of the call (its ringing, answer and
+   * history record as on one server; the phone's events are its own server's).
+   */
+  agentTrunk(uniqueId: string, lineId: number): void {
+    const channel = this.#channels.get(uniqueId);
+    const call = channel && this.#calls.get(channel.linkedId);
+    const phone = this.ctx.dir().phoneOfLine(lineId);
+    if (!channel || !call || call.ended || !phone?.interface) return;
+    const outside = channel.leg;
+    if (outside && (outside.role !== "outside" || outside.announced)) return;
+    if (outside) call.legs = call.legs.filter((leg) => leg !== outside);
+    channel.leg = null;
+    channel.device = phone.interface;
+  }
+
   /** Linkedids of the calls in progress. */
   calls(): string[] {
     return [...this.#calls.values()].filter((call) => !call.ended).map((call) => call.linkedId);
@@ -340,6 +360,10 @@ export class CallTracker {
           return false;
         case "HangupRequest":
           this.#hangupRequest(event);
+          return false;
+        case "NewCallerid":
+        case "NewConnectedLine":
+          this.#acrossTrunk(event, name === "NewCallerid");
           return false;
         case "AgentCalled":
           this.#agentCalled(event);
@@ -484,6 +508,31 @@ export class CallTracker {
     }
   }
 
+  /**
+   * A call across a trunk between svc's servers, whose party on the other server changed there (a
+   * transfer there, Asterisk telling it over the trunk): the trunk's leg takes its number
+   * (`NewCallerid`), and a phone talking over the trunk is told whom it talks with now
+   * (`NewConnectedLine`: `EventEstablished` with the new `otherDN`). On one server svc tells
+   * transfers itself: a trunk of another kind is left alone.
+   */
+  #acrossTrunk(event: AmiMessage, own: boolean): void {
+    const leg = this.#liveLeg(event.get("Uniqueid") ?? "");
+    if (!leg) return;
+    const overTrunk = (one: Leg) =>
+      one.role === "outside" && !!this.channelOf(one)?.device?.startsWith(TRUNK_DEVICE);
+    if (own) {
+      const number = event.get("CallerIDNum") ?? "";
+      if (overTrunk(leg) && knownNumber(number)) leg.number = number;
+      return;
+    }
+    const number = event.get("ConnectedLineNum") ?? "";
+    if (!leg.phone || leg.state !== "up" || !leg.call.established) return;
+    if (!knownNumber(number) || number === leg.otherDN) return;
+    if (!this.peersOf(leg).some(overTrunk)) return;
+    leg.otherDN = number;
+    this.#phoneEvent(leg, "EventEstablished");
+  }
+
   /** A call svc did not place: from a phone (its user dials), or from elsewhere (a trunk). */
   #notOurs(channel: Channel, event: AmiMessage): Call {
     const phone = channel.device ? this.ctx.dir().phoneOfInterface(channel.device) : null;
@@ -532,8 +581,9 @@ export class CallTracker {
         channel.leg.answeredMs = this.ctx.now();
         // a trunk to another server of svc's: its caller id is the user who answered there
         if (channel.device.startsWith(TRUNK_DEVICE)) {
-          call.answeredBy ??= this.ctx.dir().phoneNamed(event.get("CallerIDNum") ?? "")?.username ??
-            null;
+          const number = event.get("CallerIDNum") ?? "";
+          call.answeredBy ??= this.ctx.dir().phoneNamed(number)?.username ?? null;
+          if (knownNumber(number)) channel.leg.number = number;
         }
       }
       return;

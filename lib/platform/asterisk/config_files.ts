@@ -152,6 +152,16 @@ export const CALL_HEADER = "X-Svc-Call";
  * id (`Call`) the caller's server gave it.
  */
 export const LINK_EVENT = "SvcLink";
+/**
+ * The SIP header that says a call over a trunk is a queue's call to an agent of this server: the
+ * queue's server keeps its history record (the number dialled there is the queue's).
+ */
+export const AGENT_HEADER = "X-Svc-Agent";
+/**
+ * The `UserEvent` a queue's call to an agent of another server sends from its trunk channel
+ * (`Line`: the agent's line): that channel is the agent's phone, for the queue's server.
+ */
+export const AGENT_TRUNK_EVENT = "SvcAgentTrunk";
 
 /** The generated files' contents. */
 export interface AsteriskConfig {
@@ -551,7 +561,8 @@ function trunkEntry(exten: string, what: string, peer: TrunkPeer): string[] {
 function trunkInEntry(exten: string, context: string): string[] {
   return [
     `exten => ${exten},1,Set(__SVC_CALL=\${PJSIP_HEADER(read,${CALL_HEADER})})`,
-    ` same => n,UserEvent(${LINK_EVENT},Call: \${SVC_CALL})`,
+    ` same => n,Set(SVC_AGENT=\${PJSIP_HEADER(read,${AGENT_HEADER})})`,
+    ` same => n,UserEvent(${LINK_EVENT},Call: \${SVC_CALL},Agent: \${SVC_AGENT})`,
     ` same => n,Goto(${context},\${EXTEN},1)`,
   ];
 }
@@ -561,10 +572,14 @@ function trunkContexts(trunkIn: string[][]): string[] {
   return [
     "",
     `; ${TRUNK_OUT_CONTEXT}: a call leaving over a trunk carries svc's call id (${CALL_HEADER}):`,
-    ";   the id it came with from another server, else its own Linkedid.",
+    ";   the id it came with from another server, else its own Linkedid; a queue's call to an",
+    `;   agent (arguments \`agent\`, its line) says so (${AGENT_HEADER}, ${AGENT_TRUNK_EVENT}).`,
     `[${TRUNK_OUT_CONTEXT}]`,
     `exten => s,1,Set(PJSIP_HEADER(add,${CALL_HEADER})=\${IF($["\${SVC_CALL}" = ""]?\${CHANNEL(linkedid)}:\${SVC_CALL})})`,
-    " same => n,Return()",
+    ` same => n,GotoIf($["\${ARG1}" != "agent"]?done)`,
+    ` same => n,Set(PJSIP_HEADER(add,${AGENT_HEADER})=1)`,
+    ` same => n,UserEvent(${AGENT_TRUNK_EVENT},Line: \${ARG2})`,
+    " same => n(done),Return()",
     "",
     `; ${TRUNK_IN_CONTEXT}: a call from another server (its trunk): the numbers served here.`,
     `[${TRUNK_IN_CONTEXT}]`,
@@ -917,11 +932,12 @@ function extensionsFile(model: Model): string {
     // an agent's line on another server: rung over the trunk, at its first extension
     const remote = model.remoteServer(line);
     const exten = remote && model.enabledExtensions(line)[0]?.exten;
+    const overTrunk = remote && exten ? `PJSIP/${exten}@${trunkName(remote.name)}` : null;
     out.push(
       ...(i ? [""] : []),
       `exten => ${line.id},1,NoOp(agent on line ${line.id})`,
-      remote && exten
-        ? ` same => n,Dial(PJSIP/${exten}@${trunkName(remote.name)},,b(${TRUNK_OUT_CONTEXT}^s^1))`
+      overTrunk
+        ? ` same => n,Dial(${overTrunk},,b(${TRUNK_OUT_CONTEXT}^s^1(agent^${line.id})))`
         : ` same => n,Dial(${device.iface})`,
       " same => n,Hangup()",
     );

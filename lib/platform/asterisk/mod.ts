@@ -59,6 +59,7 @@ import { CallCommands } from "./call_commands.ts";
 import { CallTracker, DIAL_DROPPED_EVENT, dialAnnouncement, type NewCall } from "./calls.ts";
 import { ASTERISK_FILES, ConfigWriter } from "./config_writer.ts";
 import {
+  AGENT_TRUNK_EVENT,
   LINK_EVENT,
   LISTEN_CONTEXT,
   ROOM_INVITE_CONTEXT,
@@ -217,6 +218,11 @@ export class AsteriskPlatform implements Platform {
    * server gave the call (`SvcLink`), which their events carry: one call, one id.
    */
   readonly #links = new Map<string, string>();
+  /**
+   * Those of {@link #links} that are a queue's calls to an agent of this server: the queue's
+   * server keeps their history records (config_files.ts, `AGENT_HEADER`).
+   */
+  readonly #agentLinks = new Set<string>();
   /** Resolved by `FullyBooted` on the current connection (Asterisk may accept logins earlier). */
   #booted = Promise.withResolvers<void>();
 
@@ -953,7 +959,13 @@ export class AsteriskPlatform implements Platform {
   #onEvent(event: AmiMessage): void {
     this.#setCause(this.#placeOf(event));
     try {
-      if (event.event === "UserEvent" && event.get("UserEvent") === LINK_EVENT) this.#link(event);
+      if (event.event === "UserEvent") {
+        const name = event.get("UserEvent");
+        if (name === LINK_EVENT) this.#link(event);
+        if (name === AGENT_TRUNK_EVENT) {
+          this.#calls.agentTrunk(event.get("Uniqueid") ?? "", Number(event.get("Line")));
+        }
+      }
       switch (event.event) {
         case "DeviceStateChange":
           this.#devices.set(event.get("Device") ?? "", event.get("State") ?? "");
@@ -1080,6 +1092,7 @@ export class AsteriskPlatform implements Platform {
     if (localEvent.kind === "call_ended") {
       this.#gapCalls.delete(localEvent.linkedId);
       this.#links.delete(localEvent.linkedId);
+      this.#agentLinks.delete(localEvent.linkedId);
     }
     if (ownId) {
       const local = { ...event, id: `${this.#owner}:${++this.#localIds}` };
@@ -1099,6 +1112,7 @@ export class AsteriskPlatform implements Platform {
     const call = event.get("Call")?.trim();
     if (local && call && call !== local && /^[A-Za-z0-9.-]{1,64}$/.test(call)) {
       this.#links.set(local, call);
+      if (event.get("Agent") === "1") this.#agentLinks.add(local);
       const data = this.options.linkedData?.(call);
       if (data) this.#calls.addUserData(local, data);
     }
@@ -1118,9 +1132,10 @@ export class AsteriskPlatform implements Platform {
     }
     if (event.kind === "call_ended") {
       const call = this.#links.get(event.linkedId);
-      return call
-        ? { ...event, linkedId: call, records: event.records.map((r) => ({ ...r, id: call })) }
-        : event;
+      const records = this.#agentLinks.has(event.linkedId)
+        ? []
+        : event.records.map((record) => ({ ...record, id: call ?? record.id }));
+      return call ? { ...event, linkedId: call, records } : event;
     }
     return event;
   }

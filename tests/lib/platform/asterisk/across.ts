@@ -5,6 +5,7 @@
  * records both AMI sessions (`tests/peers/asterisk_transcripts/servers/`);
  * `several_servers_replay_test.ts` replays them in CI.
  */
+import { setDnd, setForward } from "../../../../lib/user_services.ts";
 import type { World } from "../scenarios.ts";
 
 /** The servers, the main one first. */
@@ -20,22 +21,12 @@ export const ACROSS = [
   "09-forward-unconditional",
   "10-forward-busy",
   "11-forward-noanswer",
+  "12-queue-agent",
+  "13-dial-to-queue",
   "21-svc-hold-resume",
   "22-svc-hold-held-hangs-up",
-  "28-record-mute-dtmf",
-];
-
-/**
- * Those CI replays (`several_servers_replay_test.ts`). The others play live only for now: their
- * recorded sessions start with the writes a resync makes (AstDB keys the previous scenario left)
- * or a command on mds1 before main's dial, which the replay's gate (mds1 waits for main's dial)
- * does not order yet.
- */
-export const REPLAYED = [
-  "02-dial-answered",
-  "06-callee-busy",
-  "07-callee-no-answer",
-  "08-dnd",
+  "23-blind-transfer",
+  "25-attended-transfer-cancel",
   "28-record-mute-dtmf",
 ];
 
@@ -47,4 +38,18 @@ export const acrossTranscript = (transcript: string, server: ServerName) =>
 export async function placeBob(w: World): Promise<void> {
   const response = await w.api.put(`/lines/${w.bob.line_ids[0]}`, { registrar: "mds1" });
   if (response.status !== 204) throw new Error(`bob's line not placed: ${await response.text()}`);
+}
+
+/**
+ * What a scenario changed of bob's services, undone at its end (in its recorded session, so the
+ * replay does it too): the next scenario's resync then finds mds1's AstDB as it left it.
+ */
+export async function undoServices(w: World, transcript: string): Promise<void> {
+  const off = { enabled: false, destination: null };
+  if (transcript === "08-dnd") await setDnd(w.services, w.bob.id, false);
+  if (transcript === "09-forward-unconditional") {
+    await setForward(w.services, w.bob.id, "unconditional", off);
+  }
+  if (transcript === "10-forward-busy") await setForward(w.services, w.bob.id, "busy", off);
+  if (transcript === "11-forward-noanswer") await setForward(w.services, w.bob.id, "noanswer", off);
 }

@@ -4,8 +4,9 @@
  * events, the calls across servers sharing one `linkedId`, and the history are the scenario
  * table's (`checkAcross`), as on one server.
  *
- * bob's server (`mds1`) names main's calls (`SvcLink`): each of its recorded lines naming one is
- * played once svc dialled that call on main in this run (and is given svc's id for it).
+ * Both servers' sessions play in their recorded order (each replay plays a line once the other
+ * came to its time), as Asterisk sent them: a call crossing the trunk exists on main when mds1
+ * says it arrived there; mds1 names main's calls as svc named them in this run.
  */
 import assert from "node:assert/strict";
 import type { CallStarted, PlatformEvent } from "../../../../lib/platform/port.ts";
@@ -15,34 +16,33 @@ import {
   type RecordLine,
   startAmiReplay,
   SVC_DRIVEN,
-  TRANSCRIPTS,
 } from "../../../peers/ami_replay.ts";
 import { setup } from "../../../helpers.ts";
 import { scenarioWorld } from "../fixtures.ts";
 import { capture, checkAcross } from "../scenario_runner.ts";
 import { SCENARIOS } from "../scenarios.ts";
-import { acrossTranscript, placeBob, REPLAYED, type ServerName, SERVERS } from "./across.ts";
+import {
+  ACROSS,
+  acrossTranscript,
+  placeBob,
+  type ServerName,
+  SERVERS,
+  undoServices,
+} from "./across.ts";
 
-for (const transcript of REPLAYED) {
+for (const transcript of ACROSS) {
   const scenario = SCENARIOS.find((one) => one.transcript === transcript)!;
   Deno.test(`two Asterisk servers (replay of ${transcript}): ${scenario.name}`, async () => {
     const replays = {} as Record<ServerName, AmiReplay>;
-    const mainIds = await originated(acrossTranscript(transcript, "main"));
-    /** main's recorded call `id` was dialled in this run: svc gave it its id. */
-    const dialled = (id: string) =>
-      replays.main.uniqueIds().some(([pattern]) => new RegExp(pattern.source).test(id));
+    const other = (name: ServerName) => replays[name === "main" ? "mds1" : "main"];
     for (const name of SERVERS) {
       replays[name] = await startAmiReplay({
         connections: [acrossTranscript(transcript, name)],
         auto: (action) => !SVC_DRIVEN.has((action.get("Action") ?? "").toLowerCase()),
-        // mds1 names main's calls (`SvcLink`) as svc named them, once svc dialled them
-        ...(name === "mds1" && {
-          alsoMap: () => replays.main.uniqueIds(),
-          gate: (record: RecordLine) =>
-            mainIds.every(({ id, t }) =>
-              (record.t < t || dialled(id)) && (!record.data.includes(id) || dialled(id))
-            ),
-        }),
+        // both sessions in their recorded order: a line once the other replay came to its time
+        gate: (record: RecordLine) => record.t <= other(name).position(),
+        // mds1 names main's calls (`SvcLink`) as svc named them in this run
+        ...(name === "mds1" && { alsoMap: () => replays.main.uniqueIds() }),
       });
     }
     const root = await Deno.makeTempDir({ prefix: "svc-across-" });
@@ -69,23 +69,41 @@ for (const transcript of REPLAYED) {
       platform.start();
       await platform.firstSync();
       const bothWaiting = () => Promise.all(SERVERS.map((name) => replays[name].waiting()));
-      await bothWaiting();
+      /**
+       * Both replays played what they can: each waits for svc's next action, is over, or waits for
+       * the other to come to its time while the other waits for svc.
+       */
+      const played = async () => {
+        for (let i = 0; i < 1000; i++) {
+          const states = await bothWaiting();
+          await platform.settled();
+          const blocked = (name: ServerName, i: number) =>
+            states[i] !== "gated" || replays[name].position() > other(name).position();
+          if (SERVERS.every(blocked)) return;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      };
+      await played();
       const started: CallStarted[] = [];
       for (const step of scenario.steps) {
         const result = await step.command(w);
         if (typeof result === "object" && result !== null && "linkedId" in result) {
           started.push(result as CallStarted);
         }
-        await bothWaiting();
-        await platform.settled();
+        await played();
       }
-      // mds1's part of the last call, played once main's came
-      while ((await bothWaiting()).includes("gated")) await platform.settled();
-      // what is left of each recording is svc's own close
-      const left = await bothWaiting();
-      assert.ok(left.every((next) => next === "Logoff" || next === "end"), `left: ${left}`);
-      await platform.settled();
+      // the end of the call as recorded: what is left is the undoing's writes and svc's close
+      const left = async (also: RegExp) =>
+        (await bothWaiting()).every((next) => /^(Logoff|end|gated)$/.test(next) || also.test(next));
+      const until = async (also: RegExp) => {
+        await played();
+        for (let i = 0; i < 200 && !await left(also); i++) await played();
+        assert.ok(await left(also), `left: ${await bothWaiting()}`);
+      };
+      await until(/^DB(Put|Del)$/);
       checkAcross(scenario, { events, started, w });
+      await undoServices(w, transcript);
+      await until(/^$/);
       assert.deepEqual(platform.calls(), [], "no call left");
     } finally {
       await platform.close();
@@ -94,20 +112,4 @@ for (const transcript of REPLAYED) {
       await Deno.remove(root, { recursive: true });
     }
   });
-}
-
-/**
- * The ids svc gave the channels it originated in a recorded session (`ChannelId`s), each with the
- * recorded time of its `Originate`.
- */
-async function originated(name: string): Promise<{ id: string; t: number }[]> {
-  const lines = (await Deno.readTextFile(new URL(`${name}.jsonl`, TRANSCRIPTS))).split("\n");
-  return lines.filter(Boolean).map((line) => JSON.parse(line) as RecordLine).flatMap((record) =>
-    record.dir === "send" && record.data.startsWith("Action: Originate\r\n")
-      ? [...record.data.matchAll(/\r\n(?:Other)?ChannelId: ([^\r]+)\r\n/g)].map((match) => ({
-        id: match[1]!,
-        t: record.t,
-      }))
-      : []
-  );
 }
