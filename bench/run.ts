@@ -38,7 +38,9 @@
  * malformed requests (`bench/memory.ts`): rows next to their baselines (`bench/rows.ts`). Supervision
  * at 500 agents in 50 queues (`bench/supervision.ts`): `GET /supervision/agents` and `…/queues`
  * under wrk next to bare JSON answers of their size, and the delay from a change to a supervisor's
- * page (its CTI socket) next to a bare WebSocket broadcast.
+ * page (its CTI socket) next to a bare WebSocket broadcast. Calls per second through svc with one
+ * and with two real Asterisk servers (`bench/servers.ts`, skipped without Asterisk), next to the
+ * same Originates from a bare AMI client.
  *
  * `deno task bench PART…` runs some parts only (`PARTS`); with `--json`, a last line holds every
  * figure, the rows with their ratio to the baseline (`bench/rows.ts`). `BENCH_PROFILE=1` profiles
@@ -76,6 +78,7 @@ import { startupBench } from "./startup.ts";
 import { pool } from "./supervision_centre.ts";
 import { supervisionBench } from "./supervision.ts";
 import { queueHistoryBench } from "./queue_history.ts";
+import { serversBench } from "./servers.ts";
 import { writesBench } from "./writes.ts";
 import { systemClock } from "../lib/clock.ts";
 import { EventExport } from "../lib/events/export.ts";
@@ -1216,6 +1219,7 @@ const PARTS = [
   "memory",
   "supervision",
   "queuehistory",
+  "servers",
   "day",
 ] as const;
 type Part = typeof PARTS[number];
@@ -1354,6 +1358,7 @@ async function main(): Promise<void> {
     rows.push(...await supervisionBench({ kv, wrk, seconds }));
   }
   if (parts.has("queuehistory")) rows.push(...await queueHistoryBench());
+  if (parts.has("servers")) rows.push(...await serversBench());
   if (parts.has("day")) {
     console.log("- a day of traffic on the simulator (100,000 calls), then the idle period");
     rows.push(...await dayBench());
