@@ -333,8 +333,15 @@ export class AsteriskServers implements Platform {
     return await server.listen(supervisor, agentId);
   }
 
-  voicemailCounts(voicemailId: number): Promise<VoicemailCounts> {
-    return this.#main.voicemailCounts(voicemailId);
+  /**
+   * Asked of the server of the box's user's line: its messages are left there (the user's
+   * extension rings out to `VoiceMail` on that server); a box of nobody's, of the main one.
+   */
+  async voicemailCounts(voicemailId: number): Promise<VoicemailCounts> {
+    const dir = await this.#directory();
+    const owner = [...dir.users.values()].find((user) => user.voicemail_id === voicemailId);
+    const server = owner ? this.#named(dir.phoneOfUser(owner.id)?.registrar) : this.#main;
+    return await server.voicemailCounts(voicemailId);
   }
 
   /** Each number's status from the server its line is placed on. */

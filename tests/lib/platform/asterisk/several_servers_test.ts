@@ -163,6 +163,20 @@ Deno.test("several Asterisk servers behind one svc, through the real app", async
       assert.equal((await v2("POST", "/dnd/bob", { state: true })).status, 200);
       await until(() => peers.b!.sent("DBPut").length > dnd, 2000, "bob's DND on b");
       assert.equal((await v2("POST", "/dnd/bob", { state: false })).status, 200);
+      // bob's voicemail box: its messages are left on b, so its counts are asked of b
+      const box = await w.api.create("/voicemails", {
+        name: "bob",
+        number: "1002",
+        context: "default",
+      });
+      assert.equal((await w.api.put(`/users/${w.bob.id}/voicemails/${box.id}`)).status, 204);
+      const asked = () => ({
+        main: peers.main!.sent("MailboxCount").length,
+        b: peers.b!.sent("MailboxCount").length,
+      });
+      const before2 = asked();
+      await platform.voicemailCounts(box.id);
+      assert.deepEqual(asked(), { main: before2.main, b: before2.b + 1 });
     });
 
     await t.step("a call from main keeps main's id on b (SvcLink): one linkedId", async () => {
