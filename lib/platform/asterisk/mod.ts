@@ -17,7 +17,7 @@ import type { Clock } from "../../clock.ts";
 import { PlatformUnavailable, StoreUnavailable } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { AgentRecord } from "../../store/agents.ts";
-import { releaseLeaseAt, takeLeaseAt } from "../../store/lease.ts";
+import { type LeaseTaken, releaseLeaseAt, takeLeaseAt } from "../../store/lease.ts";
 import type { QueueRecord } from "../../store/queues.ts";
 import type { Store } from "../../store/store.ts";
 import { type UserRecord, users } from "../../store/users.ts";
@@ -85,6 +85,8 @@ export interface AsteriskOptions {
    * its processes' presence in the store; absent with one server (the keys of before).
    */
   server?: string;
+  /** With several servers: the lease every server's platform of this process shares. */
+  lease?: PlatformLease;
   /** With several servers: where this server's files go (config_files.ts). */
   placement?: () => ServerPlacement | undefined;
   /**
@@ -94,23 +96,47 @@ export interface AsteriskOptions {
   linkedData?: (linkedId: string) => Record<string, string> | null;
 }
 
-/** The lease of the process that turns AMI events into store writes and writes the files. */
-const LEASE_KEY: Deno.KvKey = ["platform_lease"];
-/** The lease of one server of several. */
-const serverLeaseKey = (server: string): Deno.KvKey => ["platform_lease", "server", server];
+/**
+ * The lease of the process that turns AMI events into store writes and writes the files: one for
+ * all the servers when svc drives several (several.ts).
+ */
+export const LEASE_KEY: Deno.KvKey = ["platform_lease"];
 /**
  * A holder renews its lease every {@link LEASE_TICK_MS}, the others try to take it as often: a
  * holder that dies loses it within {@link LEASE_MS}, and another holds it a tick later at most
  * (takeover within 4 s).
  */
-const LEASE_MS = 3_000;
-const LEASE_TICK_MS = 1_000;
+export const LEASE_MS = 3_000;
+export const LEASE_TICK_MS = 1_000;
 /**
  * A holder that gives the lease up (its AMI connection lost or stalled while another process's is
  * not, its store writes failing) does not take it again for this long, so that a process placed
  * better takes it first.
  */
-const STEP_DOWN_MS = 2 * LEASE_TICK_MS;
+export const STEP_DOWN_MS = 2 * LEASE_TICK_MS;
+
+/**
+ * How a platform takes, renews and gives back its lease: its own (one server), or the one every
+ * server's platform of a process shares (several servers, several.ts).
+ */
+export interface PlatformLease {
+  /** Takes or renews it; `reachable`: this platform's Asterisk is (the lease's strength). */
+  take(now: number, releasedAs: string | null, reachable: boolean): Promise<LeaseTaken>;
+  /** Gives it back (a step down): the lease as given back, for `take`'s `releasedAs`. */
+  release(): Promise<string | null>;
+  /** The platform closes: gives it back if it is its own. */
+  close(): Promise<void>;
+}
+
+/** A platform's own lease (one server). */
+function ownLease(store: Store, owner: string): PlatformLease {
+  return {
+    take: (now, releasedAs, reachable) =>
+      takeLeaseAt(store, LEASE_KEY, owner, now, LEASE_MS, releasedAs, reachable ? 1 : 0),
+    release: () => releaseLeaseAt(store, LEASE_KEY, owner),
+    close: () => releaseLeaseAt(store, LEASE_KEY, owner).then(() => {}),
+  };
+}
 /**
  * Each process says every tick whether it is connected to Asterisk (`ProcessPresence`, kept
  * {@link LEASE_MS}): a holder losing its connection gives the lease up only to a process that has
@@ -211,7 +237,7 @@ export class AsteriskPlatform implements Platform {
   #synced = false;
   #resyncing = false;
   /** This server's lease and where its processes say they are (see {@link PRESENCE}). */
-  readonly #leaseKey: Deno.KvKey;
+  readonly #lease: PlatformLease;
   readonly #presence: Deno.KvKey;
   /**
    * Calls that came over a trunk from another server: their `Linkedid` here → the id the caller's
@@ -228,7 +254,7 @@ export class AsteriskPlatform implements Platform {
 
   constructor(readonly options: AsteriskOptions) {
     const { store, logger } = options;
-    this.#leaseKey = options.server === undefined ? LEASE_KEY : serverLeaseKey(options.server);
+    this.#lease = options.lease ?? ownLease(store, this.#owner);
     this.#presence = options.server === undefined ? [PRESENCE] : [PRESENCE, options.server];
     this.#loader = directoryLoader(store);
     // a lost or stalled connection is noticed within 10 s (decisions §12): a ping after 4 s of
@@ -735,9 +761,7 @@ export class AsteriskPlatform implements Platform {
     await this.#writer.close();
     await this.#delivery.idle();
     await Promise.all(this.#storeWrites);
-    if (this.#leader) {
-      await releaseLeaseAt(this.options.store, this.#leaseKey, this.#owner).catch(() => null);
-    }
+    if (this.#leader) await this.#lease.close().catch(() => null);
   }
 
   /**
@@ -1219,7 +1243,7 @@ export class AsteriskPlatform implements Platform {
       const now = this.options.clock.now();
       const others = await this.options.store.list<ProcessPresence>({ prefix: this.#presence });
       const connected = others.some(({ key, value }) =>
-        key[1] !== this.#owner && value.reachable && value.until > now
+        key.at(-1) !== this.#owner && value.reachable && value.until > now
       );
       if (!connected) return;
     } catch {
@@ -1244,7 +1268,7 @@ export class AsteriskPlatform implements Platform {
     this.#downFrom = this.#seenBatches;
     this.#releasedAs = null;
     this.#inBackground(
-      releaseLeaseAt(this.options.store, this.#leaseKey, this.#owner).then(
+      this.#lease.release().then(
         (releasedAs) => this.#releasedAs = releasedAs,
         () => null,
       ),
@@ -1334,21 +1358,20 @@ export class AsteriskPlatform implements Platform {
     );
     if (performance.now() < this.#steppedDownUntil) return;
     try {
-      const { held, untouched } = await takeLeaseAt(
-        this.options.store,
-        this.#leaseKey,
-        this.#owner,
+      const { held, untouched } = await this.#lease.take(
         this.options.clock.now(),
-        LEASE_MS,
         this.#releasedAs,
-        reachable ? 1 : 0,
+        reachable,
       );
       if (this.#closed || performance.now() < this.#steppedDownUntil) {
         // given up meanwhile: back at once to whoever takes it
-        if (held) await releaseLeaseAt(this.options.store, this.#leaseKey, this.#owner);
+        if (held && !this.options.lease) await this.#lease.release();
         return;
       }
       const taken = held && !this.#leader;
+      // a shared lease lost (another server's platform of this process gave it up): what this
+      // one sees meanwhile is handed over if this process takes it back untouched
+      if (this.#leader && !held) this.#downFrom ??= this.#seenBatches;
       this.#leader = held;
       if (taken) {
         this.options.logger.info("platform lease taken", { owner: this.#owner });

@@ -37,7 +37,15 @@ import {
 } from "../port.ts";
 import type { RoomCommand, RoomState } from "../rooms.ts";
 import type { ServerPlacement } from "./config_files.ts";
-import { AsteriskPlatform } from "./mod.ts";
+import {
+  AsteriskPlatform,
+  LEASE_KEY,
+  LEASE_MS,
+  LEASE_TICK_MS,
+  type PlatformLease,
+  STEP_DOWN_MS,
+} from "./mod.ts";
+import { type LeaseTaken, releaseLeaseAt, takeLeaseAt } from "../../store/lease.ts";
 import { type AsteriskServer, parseServers, readServers, trunkSecret } from "./servers.ts";
 
 export interface AsteriskServersOptions {
@@ -77,10 +85,16 @@ export class AsteriskServers implements Platform {
   #closed = false;
   /** Reloads of the file run one at a time. */
   #reloading: Promise<void> = Promise.resolve();
+  /** The one lease every server's platform shares: one process hands over every server's events. */
+  readonly #lease: SharedLease;
 
   private constructor(options: AsteriskServersOptions) {
     this.#options = options;
     this.#loader = directoryLoader(options.store);
+    this.#lease = new SharedLease(
+      options.store,
+      () => this.#all().filter((platform) => platform.reachable()).length,
+    );
   }
 
   /**
@@ -161,6 +175,7 @@ export class AsteriskServers implements Platform {
         directoryRefreshMs: this.#options.directoryRefreshMs,
         server: server.name,
         placement: () => running.placement,
+        lease: this.#lease,
         linkedData: (linkedId) => {
           for (const platform of this.#all()) {
             const data = platform.callData(linkedId);
@@ -498,6 +513,7 @@ export class AsteriskServers implements Platform {
     if (this.#dirTimer !== null) clearInterval(this.#dirTimer);
     await this.#reloading;
     await Promise.all(this.#all().map((platform) => platform.close()));
+    await this.#lease.giveBack();
   }
 
   /** Every server's events handed over (tests and benchmarks). */
@@ -539,6 +555,61 @@ export class AsteriskServers implements Platform {
       }
     }
     return this.#main;
+  }
+}
+
+/**
+ * The lease of a process driving several servers (docs/asterisk.md, "Several servers"): the
+ * process holding it hands over every server's events and writes every server's files. Its
+ * strength is how many servers the process reaches: a process reaching more takes it from one
+ * reaching fewer. Every server's platform takes it each tick; one write a tick serves them all,
+ * and one giving it up (its connection lost while another process reaches that server) gives it
+ * up for all of them.
+ */
+class SharedLease implements PlatformLease {
+  readonly #owner = crypto.randomUUID();
+  /** The last take, shared by the platforms ticking within the same half tick. */
+  #last: { at: number; taken: Promise<LeaseTaken> } | null = null;
+  #releasedAs: string | null = null;
+  #downUntil = 0;
+
+  constructor(private readonly store: Store, private readonly strength: () => number) {}
+
+  take(now: number): Promise<LeaseTaken> {
+    const at = performance.now();
+    if (at < this.#downUntil) return Promise.resolve({ held: false, untouched: false });
+    if (this.#last && at - this.#last.at < LEASE_TICK_MS / 2) return this.#last.taken;
+    const taken = takeLeaseAt(
+      this.store,
+      LEASE_KEY,
+      this.#owner,
+      now,
+      LEASE_MS,
+      this.#releasedAs,
+      this.strength(),
+    ).then((result) => {
+      if (result.held) this.#releasedAs = null;
+      return result;
+    });
+    this.#last = { at, taken };
+    return taken;
+  }
+
+  async release(): Promise<string | null> {
+    this.#downUntil = performance.now() + STEP_DOWN_MS;
+    this.#last = null;
+    this.#releasedAs = await releaseLeaseAt(this.store, LEASE_KEY, this.#owner);
+    return this.#releasedAs;
+  }
+
+  /** One server's platform closes (a server removed): the others keep the lease. */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Every server's platform closed: the lease goes back. */
+  async giveBack(): Promise<void> {
+    await releaseLeaseAt(this.store, LEASE_KEY, this.#owner).catch(() => null);
   }
 }
 
