@@ -65,6 +65,12 @@ Deno.test({
         });
         if (!ok) console.log(`asterisk_live_servers_test: ${scenario.name} failed`);
       }
+      await t.step(
+        "the 1.0 API and the CTI socket: alice calls bob on the other server",
+        async () => {
+          await otherApis(servers);
+        },
+      );
       await t.step("mds1 down: bob's routes 503, alice's work; back: resynced", async () => {
         await serverDownAndBack(servers);
       });
@@ -117,6 +123,90 @@ async function playAcross(servers: RecordedServers, scenario: typeof SCENARIOS[n
         );
       }
     }
+  }
+}
+
+/**
+ * The call of a user of main to a user of mds1 through the other ways in: the deprecated 1.0 API
+ * (`dialByUsername`) and the CTI socket's `dial`, on svc served over real HTTP: both phones ring
+ * and answer, the CTI client sees alice's `PhoneEvent`s, and bob's events carry alice's call id.
+ */
+async function otherApis(servers: RecordedServers) {
+  const w = await svcOnServers(servers.file, { SVC_DEPRECATED_API_HOST: "127.0.0.1" });
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    w.ctx.app.fetch,
+  );
+  const base = `127.0.0.1:${server.addr.port}`;
+  const [alice, bob] = [servers.phones.alice!.ctrl, servers.phones.bob!.ctrl];
+  try {
+    w.platform.start();
+    await w.platform.firstSync();
+    const events = capture(w.ctx);
+    /** Both phones answer, then alice hangs up: the call's linkedIds on each side. */
+    const talk = async (dial: () => Promise<void>) => {
+      const [aliceSince, bobSince] = [alice.mark(), bob.mark()];
+      const from = events.length;
+      await dial();
+      await alice.waitEvent("CALL_INCOMING", aliceSince);
+      await alice.accept();
+      await bob.waitEvent("CALL_INCOMING", bobSince);
+      await bob.accept();
+      await until(
+        () =>
+          events.slice(from).filter((e) => e.kind === "phone" && e.eventType === "EventEstablished")
+            .length === 2,
+        10_000,
+        "both established",
+      );
+      await alice.hangup();
+      await until(() => w.platform.calls().length === 0, 10_000, "the call ended");
+      await sleep(300);
+      await w.platform.settled();
+      const ids = (username: string) =>
+        new Set(
+          events.slice(from).flatMap((e) =>
+            e.kind === "phone" && e.username === username ? [e.linkedId] : []
+          ),
+        );
+      assert.deepEqual([...ids("bob")], [...ids("alice")], "one call id on both servers");
+      assert.equal(ids("alice").size, 1);
+    };
+    const token = await login(w.ctx, "login", "alice");
+    await talk(async () => {
+      const response = await fetch(`http://${base}/svc/api/1.0/dialByUsername/d/alice/`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ username: "bob" }),
+      });
+      assert.equal(response.status, 200, await response.text());
+    });
+    const socket = new WebSocket(`ws://${base}/svc/api/2.0/cti?token=${token}`);
+    const messages: { msgType: string; ctiMessage: Record<string, unknown> }[] = [];
+    socket.onmessage = (event) => messages.push(JSON.parse(event.data));
+    const closed = new Promise((resolve) => socket.addEventListener("close", resolve));
+    try {
+      await until(() => messages.some((m) => m.msgType === "LoggedOn"), 10_000, "LoggedOn");
+      const from = messages.length;
+      await talk(() =>
+        Promise.resolve(
+          socket.send(JSON.stringify({ claz: "web", command: "dial", destination: "1002" })),
+        )
+      );
+      const seen = messages.slice(from).filter((m) => m.msgType === "PhoneEvent")
+        .map((m) => [m.ctiMessage.eventType, m.ctiMessage.otherDN]);
+      assert.deepEqual(seen, [
+        ["EventDialing", "1002"],
+        ["EventEstablished", "1002"],
+        ["EventReleased", "1002"],
+      ]);
+    } finally {
+      socket.close();
+      await closed;
+    }
+  } finally {
+    await w.close();
+    await server.shutdown();
   }
 }
 
