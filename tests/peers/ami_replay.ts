@@ -675,7 +675,8 @@ class Session {
         action.get("MemberName")!,
       );
     }
-    const waitingHere = this.state !== "playing" && this.state !== "end";
+    // waiting for a client action (its name is the state), not playing, over or gated
+    const waitingHere = !["playing", "end", "gated"].includes(this.state);
     const last = this.#queued.at(-1);
     const next = this.#nextClientStep(
       last ? last.step + 1 : waitingHere ? this.#at : this.#at + 1,

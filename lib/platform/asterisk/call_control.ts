@@ -295,7 +295,10 @@ export class ControlState {
     const userId = recipient.phone?.userId ?? null;
     const rung = userId === null ? undefined : recipient.call.rung.get(userId);
     if (rung) {
-      rung.src = { username: transferred.phone?.username ?? "", number: transferred.number };
+      rung.src = {
+        username: transferred.phone?.username ?? this.#acrossUser(transferred),
+        number: transferred.number,
+      };
     }
     this.ops.phoneEvent(transferred, "EventEstablished");
     this.ops.phoneEvent(recipient, "EventEstablished");

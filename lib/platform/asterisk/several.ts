@@ -426,8 +426,54 @@ export class AsteriskServers implements Platform {
     }));
   }
 
-  liveCalls(): Promise<LiveCall[]> {
-    return this.#concat((platform) => platform.liveCalls());
+  /**
+   * Every server's parties, one call across servers shown as on one server: a trunk leg a party
+   * hears is shown as the user's party beyond it, and a user's party hearing only a trunk hears
+   * what that call's trunk party on the other server hears (nobody while held there, a
+   * conference there).
+   */
+  async liveCalls(): Promise<LiveCall[]> {
+    const byServer = await Promise.all(this.#all().map((platform) => platform.liveCalls()));
+    const trunksOf = (i: number, linkedId: string) =>
+      byServer.flatMap((calls, j) =>
+        j === i
+          ? []
+          : calls.flatMap((call) =>
+            call.linkedId === linkedId && call.userId === null ? [{ call, server: j }] : []
+          )
+      );
+    /** The user's party beyond trunk leg `callId` of server `i`, when there is exactly one. */
+    const beyond = (i: number, callId: string) => {
+      const trunk = byServer[i]!.find((call) => call.callId === callId && call.userId === null);
+      if (!trunk) return callId;
+      const users = byServer.flatMap((calls, j) =>
+        j === i
+          ? []
+          : calls.filter((call) => call.linkedId === trunk.linkedId && call.userId !== null)
+      );
+      return users.length === 1 ? users[0]!.callId : callId;
+    };
+    return byServer.flatMap((calls, i) =>
+      calls.map((call): LiveCall => {
+        const peers = call.talkingTo.map((id) => calls.find((other) => other.callId === id));
+        const overTrunk = call.userId !== null && peers.length > 0 &&
+          peers.every((peer) => peer?.userId === null);
+        const across = overTrunk ? trunksOf(i, call.linkedId) : [];
+        if (across.length === 1) {
+          const { call: trunk, server } = across[0]!;
+          return {
+            ...call,
+            talkingTo: trunk.talkingTo.map((id) => beyond(server, id)),
+            conferenceId: trunk.conferenceId,
+          };
+        }
+        return {
+          ...call,
+          talkingTo: call.talkingTo.map((id) => beyond(i, id)),
+          peerCallId: call.peerCallId && beyond(i, call.peerCallId),
+        };
+      })
+    );
   }
 
   async callCommand(callId: string, command: CallCommand): Promise<void> {
@@ -464,21 +510,73 @@ export class AsteriskServers implements Platform {
     await (await this.#withTransfer(id)).cancelTransfer(id);
   }
 
+  /** On the host's server: a participant of another server is its trunk leg there. */
   async startConference(hostCallId: string, participantCallIds: string[]): Promise<Conference> {
     const server = await this.#forCall(hostCallId);
-    return await server.startConference(hostCallId, participantCallIds);
+    const participants = await Promise.all(
+      participantCallIds.map((callId) => this.#localId(server, callId)),
+    );
+    return await this.#foreignMembers(
+      server,
+      await server.startConference(hostCallId, participants),
+    );
   }
 
-  conferences(): Promise<Conference[]> {
-    return this.#concat((platform) => platform.conferences());
+  /** Each server's, a member that is a trunk leg shown as the party of the other server. */
+  async conferences(): Promise<Conference[]> {
+    const lists = await Promise.all(
+      this.#all().map(async (platform) =>
+        await Promise.all(
+          (await platform.conferences()).map((conference) =>
+            this.#foreignMembers(platform, conference)
+          ),
+        )
+      ),
+    );
+    return lists.flat();
   }
 
   async addToConference(conferenceId: string, callId: string): Promise<void> {
-    await (await this.#withConference(conferenceId)).addToConference(conferenceId, callId);
+    const server = await this.#withConference(conferenceId);
+    await server.addToConference(conferenceId, await this.#localId(server, callId));
   }
 
   async removeFromConference(conferenceId: string, callId: string): Promise<void> {
-    await (await this.#withConference(conferenceId)).removeFromConference(conferenceId, callId);
+    const server = await this.#withConference(conferenceId);
+    await server.removeFromConference(conferenceId, await this.#localId(server, callId));
+  }
+
+  /**
+   * `callId` as `server` knows the party: its own leg, or, for a party of another server, the
+   * trunk leg of that call on `server` (the one party there with no user); else as it is (the
+   * server refuses it).
+   */
+  async #localId(server: AsteriskPlatform, callId: string): Promise<string> {
+    const here = await server.liveCalls();
+    if (here.some((call) => call.callId === callId)) return callId;
+    const there = (await this.#concat((platform) => platform.liveCalls()))
+      .find((call) => call.callId === callId);
+    const trunks = here.filter((call) => call.linkedId === there?.linkedId && call.userId === null);
+    return trunks.length === 1 ? trunks[0]!.callId : callId;
+  }
+
+  /** `conference` of `server`, a member that is a trunk leg shown as the user's leg beyond it. */
+  async #foreignMembers(server: AsteriskPlatform, conference: Conference): Promise<Conference> {
+    const here = await server.liveCalls();
+    const others = (await Promise.all(
+      this.#all().filter((platform) => platform !== server).map((platform) => platform.liveCalls()),
+    )).flat();
+    const shown = (callId: string) => {
+      const trunk = here.find((call) => call.callId === callId && call.userId === null);
+      const users = trunk
+        ? others.filter((call) => call.linkedId === trunk.linkedId && call.userId !== null)
+        : [];
+      return users.length === 1 ? users[0]!.callId : callId;
+    };
+    return {
+      ...conference,
+      members: conference.members.map((member) => ({ ...member, callId: shown(member.callId) })),
+    };
   }
 
   async endConference(conferenceId: string): Promise<void> {

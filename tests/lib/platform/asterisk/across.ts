@@ -26,8 +26,11 @@ export const ACROSS = [
   "21-svc-hold-resume",
   "22-svc-hold-held-hangs-up",
   "23-blind-transfer",
+  "24-attended-transfer-complete",
   "25-attended-transfer-cancel",
+  "27-conference",
   "28-record-mute-dtmf",
+  "35-conference-two-calls",
 ];
 
 /** A scenario's recorded session of one server, as `ami_replay.ts` names it. */
