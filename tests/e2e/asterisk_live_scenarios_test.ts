@@ -13,7 +13,7 @@
  * `SVC_TEST_SCENARIO=<part of a transcript name>` plays only those.
  */
 import assert from "node:assert/strict";
-import type { CallStarted, PlatformEvent } from "../../lib/platform/port.ts";
+import type { PlatformEvent } from "../../lib/platform/port.ts";
 import type { AmiRecorder } from "../peers/ami_recorder.ts";
 import { OUTSIDE_ROUTE, type Pbx, quietManager } from "../peers/asterisk_pbx.ts";
 import { startRecordedPbx, svcOnPbx } from "./recorded_pbx.ts";
@@ -23,7 +23,7 @@ import { type Audio, parseWav, toneLevel } from "../peers/wav.ts";
 import { scenarioWorld } from "../lib/platform/fixtures.ts";
 import { capture, check } from "../lib/platform/scenario_runner.ts";
 import { SCENARIOS } from "../lib/platform/scenarios.ts";
-import { livePhones, PEOPLE } from "./live_phones.ts";
+import { livePhones, PEOPLE, playSteps } from "./live_phones.ts";
 import { sleep, until } from "./svc_http.ts";
 import type { Store } from "../../lib/store/store.ts";
 import { voicemails } from "../../lib/store/voicemails.ts";
@@ -79,15 +79,7 @@ Deno.test({
               await w.platform.settled();
             };
             const sim = livePhones(phones, settle);
-            const started: CallStarted[] = [];
-            for (const step of scenario.steps) {
-              const result = await step.command(w.w);
-              if (typeof result === "object" && result !== null && "linkedId" in result) {
-                started.push(result as CallStarted);
-              }
-              await settle();
-              await step.phones?.(sim);
-            }
+            const started = await playSteps(scenario.steps, w.w, sim, settle);
             // the last hang-ups reach every channel
             await until(() => w.platform.calls().length === 0, 10_000, "no call left");
             await settle();

@@ -14,12 +14,12 @@
  * `SVC_TEST_SCENARIO=<part of a transcript name>` plays only those.
  */
 import assert from "node:assert/strict";
-import type { CallStarted, PlatformEvent } from "../../lib/platform/port.ts";
+import type { PlatformEvent } from "../../lib/platform/port.ts";
 import { OUTSIDE_ROUTE, quietManager } from "../peers/asterisk_pbx.ts";
 import { livePeers } from "../peers/live_peers.ts";
 import { capture, checkAcross } from "../lib/platform/scenario_runner.ts";
 import { SCENARIOS } from "../lib/platform/scenarios.ts";
-import { livePhones, PEOPLE } from "./live_phones.ts";
+import { livePhones, PEOPLE, playSteps } from "./live_phones.ts";
 import { apiCall, login, webServiceUser } from "../helpers.ts";
 import {
   ACROSS,
@@ -93,15 +93,7 @@ async function playAcross(servers: RecordedServers, scenario: typeof SCENARIOS[n
       await w.platform.settled();
     };
     const sim = livePhones(servers.phones, settle);
-    const started: CallStarted[] = [];
-    for (const step of scenario.steps) {
-      const result = await step.command(w.w);
-      if (typeof result === "object" && result !== null && "linkedId" in result) {
-        started.push(result as CallStarted);
-      }
-      await settle();
-      await step.phones?.(sim);
-    }
+    const started = await playSteps(scenario.steps, w.w, sim, settle);
     await until(() => w.platform.calls().length === 0, 10_000, "no call left");
     await settle();
     checkAcross(scenario, { events, started, w: w.w });

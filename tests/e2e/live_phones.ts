@@ -3,7 +3,8 @@
  * the live tests: the people's extensions and what their phones do.
  */
 import type { Phone } from "../peers/baresip_phone.ts";
-import type { SimPhones } from "../lib/platform/scenarios.ts";
+import type { CallStarted } from "../../lib/platform/port.ts";
+import type { SimPhones, Step, World } from "../lib/platform/scenarios.ts";
 import { sleep } from "./svc_http.ts";
 
 /** The phones of the scenario table's people: extension → SIP user. */
@@ -48,4 +49,26 @@ export function livePhones(phones: Record<string, Phone>, settle: () => Promise<
       await settle();
     },
   };
+}
+
+/**
+ * Plays a scenario's steps live: each command, then what the phones do, `settle` after each;
+ * answers what each dial command answered, in order.
+ */
+export async function playSteps(
+  steps: Step[],
+  w: World,
+  sim: SimPhones,
+  settle: () => Promise<void>,
+): Promise<CallStarted[]> {
+  const started: CallStarted[] = [];
+  for (const step of steps) {
+    const result = await step.command(w);
+    if (typeof result === "object" && result !== null && "linkedId" in result) {
+      started.push(result as CallStarted);
+    }
+    await settle();
+    await step.phones?.(sim);
+  }
+  return started;
 }

@@ -68,31 +68,22 @@ export async function startRecordedPbx(options: RecordedPbxOptions): Promise<Rec
 }
 
 /** svc in this process on the Asterisk adapter, its people built by `build`. */
-export interface SvcOnPbx<W> {
+export interface SvcOnPbx<W, P = AsteriskPlatform> {
   ctx: TestContext;
   w: W;
-  platform: AsteriskPlatform;
+  platform: P;
   /** Closes the platform and the store. */
   close(): Promise<void>;
 }
 
-/** svc in this process on `pbx` through `amiPort` (the recorder's), `env` added to its settings. */
-export async function svcOnPbx<W>(
-  amiPort: number,
-  pbx: Pbx,
+/** svc in this process with the settings `env`, its people built by `build`. */
+export async function svcWith<W, P extends { close(): Promise<void> }>(
+  env: Record<string, string>,
   build: (ctx: TestContext) => Promise<W>,
-  env: Record<string, string> = {},
-): Promise<SvcOnPbx<W>> {
-  const ctx = await setup({
-    SVC_PLATFORM: "asterisk",
-    SVC_AMI_PORT: String(amiPort),
-    SVC_AMI_USERNAME: pbx.ami.username,
-    SVC_AMI_SECRET: pbx.ami.secret,
-    SVC_ASTERISK_CONFIG_DIR: pbx.configDir,
-    ...env,
-  });
+): Promise<SvcOnPbx<W, P>> {
+  const ctx = await setup(env);
   const w = await build(ctx);
-  const platform = ctx.services.platform as AsteriskPlatform;
+  const platform = ctx.services.platform as unknown as P;
   return {
     ctx,
     w,
@@ -102,4 +93,21 @@ export async function svcOnPbx<W>(
       ctx.services.store.close();
     },
   };
+}
+
+/** svc in this process on `pbx` through `amiPort` (the recorder's), `env` added to its settings. */
+export function svcOnPbx<W>(
+  amiPort: number,
+  pbx: Pbx,
+  build: (ctx: TestContext) => Promise<W>,
+  env: Record<string, string> = {},
+): Promise<SvcOnPbx<W>> {
+  return svcWith({
+    SVC_PLATFORM: "asterisk",
+    SVC_AMI_PORT: String(amiPort),
+    SVC_AMI_USERNAME: pbx.ami.username,
+    SVC_AMI_SECRET: pbx.ami.secret,
+    SVC_ASTERISK_CONFIG_DIR: pbx.configDir,
+    ...env,
+  }, build);
 }

@@ -9,11 +9,11 @@ import type { AsteriskServers } from "../../lib/platform/asterisk/several.ts";
 import { type AmiRecorder, startAmiRecorder } from "../peers/ami_recorder.ts";
 import { type Pbx, type PbxOptions, preparePbx } from "../peers/asterisk_pbx.ts";
 import { type Phone, type PhoneOptions, startPhone } from "../peers/baresip_phone.ts";
-import { setup, type TestContext } from "../helpers.ts";
 import { scenarioWorld } from "../lib/platform/fixtures.ts";
 import type { World } from "../lib/platform/scenarios.ts";
 import { placeBob, type ServerName, SERVERS } from "../lib/platform/asterisk/across.ts";
 import { until } from "./svc_http.ts";
+import { type SvcOnPbx, svcWith } from "./recorded_pbx.ts";
 
 /** Whose phone registers on which server. */
 export const PLACED: Record<string, ServerName> = { alice: "main", bob: "mds1", carol: "main" };
@@ -110,28 +110,16 @@ export async function startRecordedServers(
 }
 
 /** svc in this process on the servers of `file`, the scenario table's people, bob on `mds1`. */
-export interface SvcOnServers {
-  ctx: TestContext;
-  w: World;
-  platform: AsteriskServers;
-  close(): Promise<void>;
-}
-
-export async function svcOnServers(
+export function svcOnServers(
   file: string,
   env: Record<string, string> = {},
-): Promise<SvcOnServers> {
-  const ctx = await setup({ SVC_PLATFORM: "asterisk", SVC_ASTERISK_SERVERS: file, ...env });
-  const w = await scenarioWorld(ctx);
-  await placeBob(w);
-  const platform = ctx.services.platform as AsteriskServers;
-  return {
-    ctx,
-    w,
-    platform,
-    async close() {
-      await platform.close();
-      ctx.services.store.close();
+): Promise<SvcOnPbx<World, AsteriskServers>> {
+  return svcWith<World, AsteriskServers>(
+    { SVC_PLATFORM: "asterisk", SVC_ASTERISK_SERVERS: file, ...env },
+    async (ctx) => {
+      const w = await scenarioWorld(ctx);
+      await placeBob(w);
+      return w;
     },
-  };
+  );
 }
