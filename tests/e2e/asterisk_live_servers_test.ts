@@ -204,13 +204,15 @@ async function otherApis(servers: RecordedServers) {
 
 /**
  * mds1 stops while alice and bob are idle: bob's dial answers 503 `Unreachable`, alice's call to
- * the outside route goes on, `/ready` and the metrics name mds1; bob's DND set through `/1.1`
+ * the outside route goes on (its end and history record handed over: main's events are not
+ * held up), `/ready` and the metrics name mds1; bob's DND set through `/1.1`
  * meanwhile is stored; mds1 starts again: within 5 s svc is ready again and Asterisk has bob's DND
  * (its AstDB, which svc's resync writes).
  */
 async function serverDownAndBack(servers: RecordedServers) {
   const w = await svcOnServers(servers.file);
   try {
+    const events = capture(w.ctx);
     w.platform.start();
     await w.platform.firstSync();
     const ws = await webServiceUser(w.ctx, ["svc.rest.#", "svc.rest.metrics.read"]);
@@ -241,12 +243,32 @@ async function serverDownAndBack(servers: RecordedServers) {
     const alices = await dial("alice");
     assert.equal(alices.status, 200, await alices.clone().text());
     await alice.waitEvent("CALL_INCOMING", ringing);
+    // main's events go on meanwhile: alice answers, the outside number too
+    await alice.accept();
+    await until(
+      () =>
+        events.some((event) =>
+          event.kind === "phone" && event.username === "alice" &&
+          event.eventType === "EventEstablished"
+        ),
+      10_000,
+      "alice's call established while mds1 is down",
+    );
     const scraped = await (await w.ctx.app.request("/metrics", {
       headers: { Authorization: `Bearer ${token}` },
     })).text();
     assert.match(scraped, /^svc_platform_server_state\{server="mds1",state="disconnected"\} 1$/m);
     assert.match(scraped, /^svc_platform_server_state\{server="main",state="ready"\} 1$/m);
     await alice.hangup();
+    // and it ends with its history record
+    await until(
+      () =>
+        events.some((event) =>
+          event.kind === "call_ended" && event.records.some((r) => r.userId === w.w.alice.id)
+        ),
+      10_000,
+      "alice's call's end while mds1 is down",
+    );
     // bob's DND through the configuration daemon: stored, written to mds1 once it is back
     const dnd = await w.w.api.put(`/users/${w.w.bob.id}/services/dnd`, { enabled: true });
     assert.equal(dnd.status, 204, await dnd.clone().text());
