@@ -927,7 +927,13 @@ Deno.test({
             ["EventEstablished", "1001"],
             ["EventReleased", "1001"],
           ]);
-          assert.deepEqual(types("alice"), [
+          // her phone holds bob as it answers the call to carol: Asterisk may tell the answer
+          // (EventDialing) before the hold (its re-INVITE), or after
+          const aliceTypes = types("alice");
+          if (aliceTypes[2]?.[0] === "EventDialing") {
+            [aliceTypes[2], aliceTypes[3]] = [aliceTypes[3]!, aliceTypes[2]];
+          }
+          assert.deepEqual(aliceTypes, [
             ["EventDialing", "1002"],
             ["EventEstablished", "1002"],
             ["EventOnHold", "1002"],
