@@ -120,6 +120,11 @@ export interface Call extends CallSummary {
   ringSrc: { username: string; number: string } | null;
   /** The attended transfer whose consultation this call's dial is. */
   transfer: Transfer | null;
+  /**
+   * A queue's call over a trunk to an agent of this server, placed by a dial from queue on its
+   * behalf on the queue's server: the number dialled there once the agent answers; else null.
+   */
+  queueDialled: string | null;
 }
 
 export interface Channel {
@@ -183,6 +188,11 @@ export interface TrackerContext {
    * agent's queue call rung over the trunk is a call there too).
    */
   elsewhere?(phone: { registrar?: string }): boolean;
+  /**
+   * With several servers: the destination of dial from queue `linkedId` answered here, its agent's
+   * phone being on server `registrar` (whose adapter tells that phone's events).
+   */
+  queueDialAnswered?(registrar: string, linkedId: string): void;
 }
 
 /** A new call: one svc is about to originate (before its first channel exists), or one it sees. */

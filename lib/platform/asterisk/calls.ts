@@ -204,6 +204,7 @@ export class CallTracker {
       channels: new Set(),
       ringSrc: null,
       transfer: null,
+      queueDialled: null,
     };
     if (init.callerPhone) {
       call.origin = this.#newLeg(call, init.linkedId, init.callerPhone, "originate", init.dialled);
@@ -267,6 +268,23 @@ export class CallTracker {
     if (outside) call.legs = call.legs.filter((leg) => leg !== outside);
     channel.leg = null;
     channel.device = phone.interface;
+  }
+
+  /**
+   * Call `linkedId` came over a trunk to an agent of this server, placed by a dial from queue to
+   * `dialled` on the queue's server: the agent's phone shows `dialled`, its answer is its dialling.
+   */
+  placedFromQueue(linkedId: string, dialled: string): void {
+    const call = this.#calls.get(linkedId);
+    if (call && !call.ended && !call.established) call.queueDialled = dialled;
+  }
+
+  /** The destination of such a call answered on the queue's server: the agent talks to it. */
+  queueDialAnswered(linkedId: string): void {
+    const call = this.#calls.get(linkedId);
+    if (!call || call.ended || call.established || call.queueDialled === null) return;
+    const agent = call.legs.filter((leg) => leg.phone && leg.state === "up" && !leg.ended);
+    if (agent.length) this.#establish(call, null, agent);
   }
 
   /** Linkedids of the calls in progress. */
@@ -617,7 +635,13 @@ export class CallTracker {
         queueId: wait.queueId,
         queued: wait,
       })
-      : this.#newLeg(call, channel.uniqueId, phone, "callee", call.shownNumber);
+      : this.#newLeg(
+        call,
+        channel.uniqueId,
+        phone,
+        "callee",
+        call.queueDialled ?? call.shownNumber,
+      );
     channel.leg = leg;
     return leg;
   }
@@ -708,6 +732,8 @@ export class CallTracker {
       return this.#establish(call, leg, parties);
     }
     if (call.kind === "to_queue") return this.#phoneEvent(leg, "EventEstablished");
+    // the agent of a dial from queue on another server dials its destination there
+    if (call.queueDialled !== null) return this.#phoneEvent(leg, "EventDialing");
     this.#establish(call, leg, call.origin ? [call.origin, leg] : [leg]);
   }
 
@@ -1177,7 +1203,15 @@ export class CallTracker {
     const userId = leg.phone?.userId ?? null;
     if (userId === null) return;
     leg.announced = true;
-    if (this.ctx.elsewhere?.(leg.phone!)) return;
+    if (this.ctx.elsewhere?.(leg.phone!)) {
+      // the agent's server hears of its dial's answer from svc alone (QUEUE_DIAL_ANSWERED_EVENT)
+      if (
+        eventType === "EventEstablished" && leg.call.kind === "from_queue" && leg.role === "agent"
+      ) {
+        this.ctx.queueDialAnswered?.(leg.phone!.registrar ?? "", leg.call.linkedId);
+      }
+      return;
+    }
     leg.recordShown = leg.record;
     const call = leg.call;
     this.ctx.emit({

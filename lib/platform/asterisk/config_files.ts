@@ -158,6 +158,17 @@ export const LINK_EVENT = "SvcLink";
  */
 export const AGENT_HEADER = "X-Svc-Agent";
 /**
+ * The SIP header of a queue's call to an agent of another server that a dial from queue placed on
+ * the agent's behalf: the number dialled once the agent answers (what the agent's phone shows).
+ */
+export const DIALLED_HEADER = "X-Svc-Dialled";
+/**
+ * The `UserEvent` svc sends to an agent's server when the destination of a dial from queue placed
+ * on that agent's behalf answers on the queue's server (`Call`: the queue's server's call id):
+ * nothing else crosses the trunk then (its connected line changed at the destination's ringing).
+ */
+export const QUEUE_DIAL_ANSWERED_EVENT = "SvcQueueDialAnswered";
+/**
  * The `UserEvent` a queue's call to an agent of another server sends from its trunk channel
  * (`Line`: the agent's line): that channel is the agent's phone, for the queue's server.
  */
@@ -562,7 +573,8 @@ function trunkInEntry(exten: string, context: string): string[] {
   return [
     `exten => ${exten},1,Set(__SVC_CALL=\${PJSIP_HEADER(read,${CALL_HEADER})})`,
     ` same => n,Set(SVC_AGENT=\${PJSIP_HEADER(read,${AGENT_HEADER})})`,
-    ` same => n,UserEvent(${LINK_EVENT},Call: \${SVC_CALL},Agent: \${SVC_AGENT})`,
+    ` same => n,Set(SVC_DIALLED=\${PJSIP_HEADER(read,${DIALLED_HEADER})})`,
+    ` same => n,UserEvent(${LINK_EVENT},Call: \${SVC_CALL},Agent: \${SVC_AGENT},Dialled: \${SVC_DIALLED})`,
     ` same => n,Goto(${context},\${EXTEN},1)`,
   ];
 }
@@ -573,12 +585,15 @@ function trunkContexts(trunkIn: string[][]): string[] {
     "",
     `; ${TRUNK_OUT_CONTEXT}: a call leaving over a trunk carries svc's call id (${CALL_HEADER}):`,
     ";   the id it came with from another server, else its own Linkedid; a queue's call to an",
-    `;   agent (arguments \`agent\`, its line) says so (${AGENT_HEADER}, ${AGENT_TRUNK_EVENT}).`,
+    `;   agent (arguments \`agent\`, its line) says so (${AGENT_HEADER}, ${AGENT_TRUNK_EVENT}), and what`,
+    `;   a dial from queue then dials (${DIALLED_HEADER}, SVC_DIALLED).`,
     `[${TRUNK_OUT_CONTEXT}]`,
     `exten => s,1,Set(PJSIP_HEADER(add,${CALL_HEADER})=\${IF($["\${SVC_CALL}" = ""]?\${CHANNEL(linkedid)}:\${SVC_CALL})})`,
     ` same => n,GotoIf($["\${ARG1}" != "agent"]?done)`,
     ` same => n,Set(PJSIP_HEADER(add,${AGENT_HEADER})=1)`,
     ` same => n,UserEvent(${AGENT_TRUNK_EVENT},Line: \${ARG2})`,
+    ` same => n,GotoIf($["\${SVC_DIALLED}" = ""]?done)`,
+    ` same => n,Set(PJSIP_HEADER(add,${DIALLED_HEADER})=\${SVC_DIALLED})`,
     " same => n(done),Return()",
     "",
     `; ${TRUNK_IN_CONTEXT}: a call from another server (its trunk): the numbers served here.`,

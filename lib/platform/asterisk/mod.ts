@@ -62,6 +62,7 @@ import {
   AGENT_TRUNK_EVENT,
   LINK_EVENT,
   LISTEN_CONTEXT,
+  QUEUE_DIAL_ANSWERED_EVENT,
   ROOM_INVITE_CONTEXT,
   type ServerPlacement,
 } from "./config_files.ts";
@@ -94,6 +95,8 @@ export interface AsteriskOptions {
    * variables, `setData`), which a call coming from one over a trunk takes on (`SvcLink`).
    */
   linkedData?: (linkedId: string) => Record<string, string> | null;
+  /** With several servers: sends a `UserEvent` on server `server`'s AMI (several.ts). */
+  userEventOn?: (server: string, fields: Record<string, string>) => void;
 }
 
 /**
@@ -153,6 +156,9 @@ const MARK_EVENT = "SvcMark";
 
 /** How long a resync waits for Asterisk's `FullyBooted` after a login before going on. */
 const BOOT_WAIT_MS = 10_000;
+
+/** What a dial from queue's destination may look like as its `SvcLink` tells it (a number). */
+const DIALLED = /^[0-9A-Za-z*#+._-]{1,40}$/;
 
 /** A queue call waits this long for an agent (the simulator's wait). */
 const QUEUE_WAIT_MS = 30_000;
@@ -313,6 +319,13 @@ export class AsteriskPlatform implements Platform {
       ...ctx,
       agents: this.#agents,
       repair: (action, fields) => this.#repair(action, fields),
+      queueDialAnswered: (server, linkedId) => {
+        if (!this.#leader) return;
+        this.options.userEventOn?.(server, {
+          UserEvent: QUEUE_DIAL_ANSWERED_EVENT,
+          Call: linkedId,
+        });
+      },
     });
     this.#commands = new CallCommands({
       tracker: this.#calls,
@@ -464,8 +477,9 @@ export class AsteriskPlatform implements Platform {
       callerId: text,
       timeoutMs: QUEUE_WAIT_MS,
       variables,
-      // the destination sees the queue (not the agent who answered): svc-user sets it back
-      channelVariables: [`SVC_CALLERID=${text}`],
+      // the destination sees the queue (not the agent who answered): svc-user sets it back; an
+      // agent on another server is told what it dials (config_files.ts, DIALLED_HEADER)
+      channelVariables: [`SVC_CALLERID=${text}`, `__SVC_DIALLED=${destination}`],
     });
   }
 
@@ -986,6 +1000,7 @@ export class AsteriskPlatform implements Platform {
       if (event.event === "UserEvent") {
         const name = event.get("UserEvent");
         if (name === LINK_EVENT) this.#link(event);
+        if (name === QUEUE_DIAL_ANSWERED_EVENT) this.#queueDialAnswered(event.get("Call") ?? "");
         if (name === AGENT_TRUNK_EVENT) {
           this.#calls.agentTrunk(event.get("Uniqueid") ?? "", Number(event.get("Line")));
         }
@@ -1137,9 +1152,28 @@ export class AsteriskPlatform implements Platform {
     if (local && call && call !== local && /^[A-Za-z0-9.-]{1,64}$/.test(call)) {
       this.#links.set(local, call);
       if (event.get("Agent") === "1") this.#agentLinks.add(local);
+      const dialled = event.get("Dialled")?.trim() ?? "";
+      if (this.#agentLinks.has(local) && DIALLED.test(dialled)) {
+        this.#calls.placedFromQueue(local, dialled);
+      }
       const data = this.options.linkedData?.(call);
       if (data) this.#calls.addUserData(local, data);
     }
+  }
+
+  /** The destination of a dial from queue for an agent here answered on the queue's server. */
+  #queueDialAnswered(call: string): void {
+    for (const [local, linked] of this.#links) {
+      if (linked === call && this.#agentLinks.has(local)) this.#calls.queueDialAnswered(local);
+    }
+  }
+
+  /** A `UserEvent` svc sends on this server for another's call (several.ts). */
+  userEvent(fields: Record<string, string>): void {
+    if (!this.reachable()) return;
+    this.#action("UserEvent", fields).catch((error) => {
+      this.options.logger.warn("user event failed", { error: String(error) });
+    });
   }
 
   /** The `USR_` variables of call `linkedId` in progress here, null for none (several servers). */

@@ -183,6 +183,7 @@ export class AsteriskServers implements Platform {
           }
           return null;
         },
+        userEventOn: (name, fields) => this.#running.get(name)?.platform.userEvent(fields),
       }),
     };
     for (const listener of this.#listeners) running.platform.onEvents(listener);

@@ -23,6 +23,7 @@ export const ACROSS = [
   "11-forward-noanswer",
   "12-queue-agent",
   "13-dial-to-queue",
+  "14-dial-from-queue",
   "21-svc-hold-resume",
   "22-svc-hold-held-hangs-up",
   "23-blind-transfer",
