@@ -121,10 +121,12 @@ export interface Call extends CallSummary {
   /** The attended transfer whose consultation this call's dial is. */
   transfer: Transfer | null;
   /**
-   * A queue's call over a trunk to an agent of this server, placed by a dial from queue on its
-   * behalf on the queue's server: the number dialled there once the agent answers; else null.
+   * A call over a trunk placed by another server on behalf of a phone of this one (a dial from
+   * queue for its agent, an invitation into a room): the number dialled there once the phone
+   * answers (what it shows; its answer is its dialling), and whether the phone is that call's
+   * caller (an invitation's: it gets no `EventRinging`, as svc's dial from a phone); else null.
    */
-  queueDialled: string | null;
+  placedThere: { dialled: string; asCaller: boolean } | null;
 }
 
 export interface Channel {
@@ -189,10 +191,11 @@ export interface TrackerContext {
    */
   elsewhere?(phone: { registrar?: string }): boolean;
   /**
-   * With several servers: the destination of dial from queue `linkedId` answered here, its agent's
-   * phone being on server `registrar` (whose adapter tells that phone's events).
+   * With several servers: `leg`, a party on another server (a phone placed there, or the caller
+   * over a trunk), is established here where nothing crosses the trunk to tell that server (see
+   * config_files.ts, `ESTABLISHED_EVENT`).
    */
-  queueDialAnswered?(registrar: string, linkedId: string): void;
+  establishedElsewhere?(leg: Leg): void;
 }
 
 /** A new call: one svc is about to originate (before its first channel exists), or one it sees. */

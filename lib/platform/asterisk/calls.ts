@@ -204,7 +204,7 @@ export class CallTracker {
       channels: new Set(),
       ringSrc: null,
       transfer: null,
-      queueDialled: null,
+      placedThere: null,
     };
     if (init.callerPhone) {
       call.origin = this.#newLeg(call, init.linkedId, init.callerPhone, "originate", init.dialled);
@@ -271,20 +271,39 @@ export class CallTracker {
   }
 
   /**
-   * Call `linkedId` came over a trunk to an agent of this server, placed by a dial from queue to
-   * `dialled` on the queue's server: the agent's phone shows `dialled`, its answer is its dialling.
+   * Call `linkedId` came over a trunk, placed by another server on behalf of a phone here to
+   * `dialled` (a dial from queue for its agent, an invitation): the phone shows `dialled`, its
+   * answer is its dialling.
    */
-  placedFromQueue(linkedId: string, dialled: string): void {
+  placedThere(linkedId: string, dialled: string, asCaller: boolean): void {
     const call = this.#calls.get(linkedId);
-    if (call && !call.ended && !call.established) call.queueDialled = dialled;
+    if (!call || call.ended || call.established) return;
+    call.placedThere = { dialled, asCaller };
+    // the caller id it came with is what the phone shows of what it dials (an invitation's room),
+    // not a caller: the phone's party is named from the directory, as on one server
+    if (asCaller) [call.shownNumber, call.shownName] = ["", ""];
   }
 
-  /** The destination of such a call answered on the queue's server: the agent talks to it. */
-  queueDialAnswered(linkedId: string): void {
+  /**
+   * Call `linkedId`'s party on another server is established there (`ESTABLISHED_EVENT`): the
+   * agent of a dial from queue talks to its destination, a caller to a room or a queue is in
+   * (answered by user `answeredBy` there, a queue's agent).
+   */
+  establishedThere(linkedId: string, answeredBy: string | null): void {
     const call = this.#calls.get(linkedId);
-    if (!call || call.ended || call.established || call.queueDialled === null) return;
-    const agent = call.legs.filter((leg) => leg.phone && leg.state === "up" && !leg.ended);
-    if (agent.length) this.#establish(call, null, agent);
+    if (!call || call.ended || call.established) return;
+    if (answeredBy) call.answeredBy = answeredBy;
+    const parties = call.placedThere !== null
+      ? call.legs.filter((leg) => leg.phone && leg.state === "up" && !leg.ended)
+      : call.origin && !call.origin.ended
+      ? [call.origin]
+      : [];
+    if (parties.length) this.#establish(call, null, parties);
+  }
+
+  /** The phone of the party on channel `uniqueId`, if any. */
+  phoneOfChannel(uniqueId: string): Phone | null {
+    return this.#channels.get(uniqueId)?.leg?.phone ?? null;
   }
 
   /** Linkedids of the calls in progress. */
@@ -536,17 +555,15 @@ export class CallTracker {
   #acrossTrunk(event: AmiMessage, own: boolean): void {
     const leg = this.#liveLeg(event.get("Uniqueid") ?? "");
     if (!leg) return;
-    const overTrunk = (one: Leg) =>
-      one.role === "outside" && !!this.channelOf(one)?.device?.startsWith(TRUNK_DEVICE);
     if (own) {
       const number = event.get("CallerIDNum") ?? "";
-      if (overTrunk(leg) && knownNumber(number)) leg.number = number;
+      if (this.#overTrunk(leg) && knownNumber(number)) leg.number = number;
       return;
     }
     const number = event.get("ConnectedLineNum") ?? "";
     if (!leg.phone || leg.state !== "up" || !leg.call.established) return;
     if (!knownNumber(number) || number === leg.otherDN) return;
-    if (!this.peersOf(leg).some(overTrunk)) return;
+    if (!this.peersOf(leg).some((peer) => this.#overTrunk(peer))) return;
     leg.otherDN = number;
     this.#phoneEvent(leg, "EventEstablished");
   }
@@ -597,8 +614,9 @@ export class CallTracker {
       if (state === UP && channel.leg.state === "ringing") {
         channel.leg.state = "up";
         channel.leg.answeredMs = this.ctx.now();
-        // a trunk to another server of svc's: its caller id is the user who answered there
-        if (channel.device.startsWith(TRUNK_DEVICE)) {
+        // a trunk to another server of svc's: its caller id is the user who answered there (the
+        // caller's, for a call that came over it)
+        if (channel.device.startsWith(TRUNK_DEVICE) && channel.leg !== call.origin) {
           const number = event.get("CallerIDNum") ?? "";
           call.answeredBy ??= this.ctx.dir().phoneNamed(number)?.username ?? null;
           if (knownNumber(number)) channel.leg.number = number;
@@ -608,7 +626,11 @@ export class CallTracker {
     }
     const leg = channel.leg ?? this.#phoneLeg(call, channel);
     if (!leg || leg.ended) return;
-    if (state === RINGING && !leg.announced) return this.#ringing(call, leg);
+    // the caller's own phone rung for its call (an invitation placed on another server) is not
+    // told ringing, as svc's dial from a phone
+    if (state === RINGING && !leg.announced && !call.placedThere?.asCaller) {
+      return this.#ringing(call, leg);
+    }
     if (state !== UP || leg.state !== "ringing") return;
     // a queue's agent: several may answer, the queue says whom it connects (#agentConnect)
     if (leg.role === "agent" && leg.queued?.joinedMs != null) leg.pickedUpMs ??= this.ctx.now();
@@ -640,7 +662,7 @@ export class CallTracker {
         channel.uniqueId,
         phone,
         "callee",
-        call.queueDialled ?? call.shownNumber,
+        call.placedThere?.dialled ?? call.shownNumber,
       );
     channel.leg = leg;
     return leg;
@@ -732,8 +754,8 @@ export class CallTracker {
       return this.#establish(call, leg, parties);
     }
     if (call.kind === "to_queue") return this.#phoneEvent(leg, "EventEstablished");
-    // the agent of a dial from queue on another server dials its destination there
-    if (call.queueDialled !== null) return this.#phoneEvent(leg, "EventDialing");
+    // a phone whose call another server placed (dial from queue, invitation) dials from there
+    if (call.placedThere !== null) return this.#phoneEvent(leg, "EventDialing");
     this.#establish(call, leg, call.origin ? [call.origin, leg] : [leg]);
   }
 
@@ -750,6 +772,19 @@ export class CallTracker {
       transfer.recipient = answering;
     }
     for (const leg of announce) this.#phoneEvent(leg, "EventEstablished");
+    // a party on another server: the phone whose call this is (a dial from queue's agent, an
+    // invitation's phone), or the caller over a trunk whose call the room or the queue took
+    if (!this.ctx.establishedElsewhere || !call.origin || !announce.includes(call.origin)) return;
+    const origin = call.origin;
+    const phoneThere = origin.phone && this.ctx.elsewhere?.(origin.phone);
+    const callerThere = this.#overTrunk(origin) &&
+      (answering === null || answering.role === "agent");
+    if (phoneThere || callerThere) this.ctx.establishedElsewhere(origin);
+  }
+
+  /** Whether `leg` is the party beyond a trunk to another server of svc's. */
+  #overTrunk(leg: Leg): boolean {
+    return leg.role === "outside" && !!this.channelOf(leg)?.device?.startsWith(TRUNK_DEVICE);
   }
 
   /**
@@ -831,7 +866,11 @@ export class CallTracker {
     }
     const dest = deviceOf(event.get("DestChannel") ?? "");
     const toPhone = dest !== null && this.ctx.dir().phoneOfInterface(dest) !== null;
-    if (status === "ANSWER" && !toPhone && call.origin && !call.established) {
+    // a room or a queue of another server answers before it takes the call: established when
+    // that server's side is (ESTABLISHED_EVENT, establishedThere)
+    const waitsThere = dest?.startsWith(TRUNK_DEVICE) &&
+      (call.target === "room" || call.target === "queue");
+    if (status === "ANSWER" && !toPhone && !waitsThere && call.origin && !call.established) {
       this.#establish(call, null, [call.origin]);
     }
   }
@@ -946,10 +985,12 @@ export class CallTracker {
     const call = this.#callOf(event.get("Uniqueid") ?? "");
     const queue = this.ctx.dir().queueNamed(event.get("Queue") ?? "");
     if (!call || call.ended || !queue || call.wait?.joinedMs != null) return;
-    const calling = call.kind === "user" || call.kind === "phone";
-    const caller = calling && call.src.userId !== null
-      ? this.ctx.dir().users.get(call.src.userId)
-      : undefined;
+    // a call over a trunk from a user of another server of svc's is that user's, as on one server
+    const fromUser = call.kind === "incoming" && call.src.username !== "";
+    const calling = call.kind === "user" || call.kind === "phone" || fromUser;
+    const callerId = call.src.userId ??
+      (fromUser ? this.ctx.dir().phoneNamed(call.shownNumber)?.userId ?? null : null);
+    const caller = calling && callerId !== null ? this.ctx.dir().users.get(callerId) : undefined;
     call.wait ??= {
       queueId: queue.id,
       agentSees: calling ? call.shownNumber : call.dialled,
@@ -1203,15 +1244,7 @@ export class CallTracker {
     const userId = leg.phone?.userId ?? null;
     if (userId === null) return;
     leg.announced = true;
-    if (this.ctx.elsewhere?.(leg.phone!)) {
-      // the agent's server hears of its dial's answer from svc alone (QUEUE_DIAL_ANSWERED_EVENT)
-      if (
-        eventType === "EventEstablished" && leg.call.kind === "from_queue" && leg.role === "agent"
-      ) {
-        this.ctx.queueDialAnswered?.(leg.phone!.registrar ?? "", leg.call.linkedId);
-      }
-      return;
-    }
+    if (this.ctx.elsewhere?.(leg.phone!)) return;
     leg.recordShown = leg.record;
     const call = leg.call;
     this.ctx.emit({

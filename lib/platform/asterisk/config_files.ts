@@ -114,6 +114,13 @@ export function agentMemberInterface(lineId: number): string {
 /** svc's listening context: a supervisor's phone listens to an agent's channel from there. */
 export const LISTEN_CONTEXT = "svc-listen";
 
+/**
+ * The extension of `[svc-trunk-in]` that rings line `lineId`'s phone for a supervisor listening
+ * from another server (the agent's): no DND, forward nor call limit, no call of the tracker's.
+ */
+export const listenExten = (lineId: number) => `${LISTEN_EXTEN_PREFIX}${lineId}`;
+export const LISTEN_EXTEN_PREFIX = "svclisten";
+
 /** svc's invitation context: a user's phone svc calls into a room (`SVC_ROOM`) joins it there. */
 export const ROOM_INVITE_CONTEXT = "svc-room-invite";
 
@@ -153,21 +160,26 @@ export const CALL_HEADER = "X-Svc-Call";
  */
 export const LINK_EVENT = "SvcLink";
 /**
- * The SIP header that says a call over a trunk is a queue's call to an agent of this server: the
- * queue's server keeps its history record (the number dialled there is the queue's).
+ * The SIP header that says a call over a trunk was placed by the other server on behalf of a
+ * phone of this one (a queue's call to its agent, an invitation into a room): that server keeps
+ * its history record, and the phone is rung directly (`svc-agent`).
  */
 export const AGENT_HEADER = "X-Svc-Agent";
+/** {@link AGENT_HEADER}'s value for a call whose caller is the phone (an invitation); 1: an agent. */
+export const PLACED_FOR_CALLER = "caller";
 /**
  * The SIP header of a queue's call to an agent of another server that a dial from queue placed on
  * the agent's behalf: the number dialled once the agent answers (what the agent's phone shows).
  */
 export const DIALLED_HEADER = "X-Svc-Dialled";
 /**
- * The `UserEvent` svc sends to an agent's server when the destination of a dial from queue placed
- * on that agent's behalf answers on the queue's server (`Call`: the queue's server's call id):
- * nothing else crosses the trunk then (its connected line changed at the destination's ringing).
+ * The `UserEvent` svc sends to a server when a party of a call there is established on another
+ * server where nothing crosses the trunk to say so (`Call`: the call as the receiving server knows
+ * it): the destination of a dial from queue answering the agent of another server (the connected
+ * line changed at its ringing already), a room or a queue taking a caller over a trunk (both
+ * answered it before).
  */
-export const QUEUE_DIAL_ANSWERED_EVENT = "SvcQueueDialAnswered";
+export const ESTABLISHED_EVENT = "SvcEstablished";
 /**
  * The `UserEvent` a queue's call to an agent of another server sends from its trunk channel
  * (`Line`: the agent's line): that channel is the agent's phone, for the queue's server.
@@ -568,13 +580,20 @@ function trunkEntry(exten: string, what: string, peer: TrunkPeer): string[] {
   ];
 }
 
-/** A number served here, reached from another server: the call's id told, then its context. */
-function trunkInEntry(exten: string, context: string): string[] {
+/**
+ * A number served here, reached from another server: the call's id told, then its context; a
+ * call that server placed on behalf of the phone of line `lineId` (${AGENT_HEADER}) rings it
+ * directly, as on one server (no DND, forward nor call limit).
+ */
+function trunkInEntry(exten: string, context: string, lineId?: number): string[] {
   return [
     `exten => ${exten},1,Set(__SVC_CALL=\${PJSIP_HEADER(read,${CALL_HEADER})})`,
     ` same => n,Set(SVC_AGENT=\${PJSIP_HEADER(read,${AGENT_HEADER})})`,
     ` same => n,Set(SVC_DIALLED=\${PJSIP_HEADER(read,${DIALLED_HEADER})})`,
     ` same => n,UserEvent(${LINK_EVENT},Call: \${SVC_CALL},Agent: \${SVC_AGENT},Dialled: \${SVC_DIALLED})`,
+    ...(lineId === undefined
+      ? []
+      : [` same => n,GotoIf($["\${SVC_AGENT}" != ""]?${AGENT_CONTEXT},${lineId},1)`]),
     ` same => n,Goto(${context},\${EXTEN},1)`,
   ];
 }
@@ -864,7 +883,7 @@ function extensionsFile(model: Model): string {
       add(extension.context, trunkEntry(extension.exten, `call to ${device.name}`, remote));
       continue;
     }
-    if (model.placement) trunkIn.push(trunkInEntry(extension.exten, extension.context));
+    if (model.placement) trunkIn.push(trunkInEntry(extension.exten, extension.context, line.id));
     const user = model.mainUser(line);
     const ring = user && Number.isInteger(user.ring_seconds) && user.ring_seconds >= 0
       ? user.ring_seconds
@@ -926,6 +945,19 @@ function extensionsFile(model: Model): string {
     add(room.context, roomEntry(room));
   }
 
+  const phoneLines = byId(model.snapshot.lines).flatMap((line) => {
+    const device = model.device(line);
+    return "problem" in device ? [] : [{ line, device }];
+  });
+  for (const { line, device } of phoneLines) {
+    if (!model.placement || model.remoteServer(line)) continue;
+    trunkIn.push([
+      `exten => ${listenExten(line.id)},1,NoOp(a supervisor of another server on line ${line.id})`,
+      ` same => n,Dial(${device.iface})`,
+      " same => n,Hangup()",
+    ]);
+  }
+
   if (notes.length) out.push("", ...notes);
   for (const context of [...contexts.keys()].sort()) {
     out.push("", `[${context}]`);
@@ -939,11 +971,7 @@ function extensionsFile(model: Model): string {
     ";   says, without DND, forwards or call limit.",
     `[${AGENT_CONTEXT}]`,
   );
-  const agentLines = byId(model.snapshot.lines).flatMap((line) => {
-    const device = model.device(line);
-    return "problem" in device ? [] : [{ line, device }];
-  });
-  agentLines.forEach(({ line, device }, i) => {
+  phoneLines.forEach(({ line, device }, i) => {
     // an agent's line on another server: rung over the trunk, at its first extension
     const remote = model.remoteServer(line);
     const exten = remote && model.enabledExtensions(line)[0]?.exten;

@@ -8,7 +8,7 @@
  */
 import type { ListenEvent, PlatformEvent } from "../port.ts";
 import type { AmiMessage } from "./ami_message.ts";
-import { LISTEN_CONTEXT } from "./config_files.ts";
+import { LISTEN_CONTEXT, LISTEN_EXTEN_PREFIX, TRUNK_IN_CONTEXT } from "./config_files.ts";
 
 /** The `UserEvent` svc sends before originating a listening call. */
 export const LISTEN_EVENT = "SvcListen";
@@ -46,6 +46,11 @@ export function listenAnnouncement(
 export class Spies {
   /** Listening calls by linkedId (the ChannelId svc gives the supervisor's channel). */
   readonly #spies = new Map<string, Spy & { originate: string }>();
+  /**
+   * The supervisor's side of listening calls placed on another server (the agent's), which
+   * reach this one over a trunk (config_files.ts, `listenExten`): their linkedIds here.
+   */
+  readonly #far = new Set<string>();
 
   constructor(private readonly emit: (event: PlatformEvent) => void) {}
 
@@ -63,7 +68,7 @@ export class Spies {
 
   /** Whether `linkedId` is a listening call's (the call tracker leaves its channels alone). */
   has(linkedId: string): boolean {
-    return this.#spies.has(linkedId);
+    return this.#spies.has(linkedId) || this.#far.has(linkedId);
   }
 
   /**
@@ -90,6 +95,14 @@ export class Spies {
         return true;
       }
       case "Newchannel": {
+        const uniqueId = event.get("Uniqueid") ?? "";
+        if (
+          event.get("Context") === TRUNK_IN_CONTEXT &&
+          event.get("Exten")?.startsWith(LISTEN_EXTEN_PREFIX) && uniqueId === event.get("Linkedid")
+        ) {
+          this.#far.add(uniqueId);
+          return true;
+        }
         const spy = this.#spies.get(event.get("Linkedid") ?? "");
         if (spy && event.get("Uniqueid") === spy.linkedId) spy.channel = event.get("Channel") ?? "";
         return spy !== undefined;
@@ -101,6 +114,7 @@ export class Spies {
         return spy !== undefined;
       }
       case "Hangup": {
+        if (this.#far.delete(event.get("Uniqueid") ?? "")) return true;
         const spy = this.#spies.get(event.get("Uniqueid") ?? "");
         if (!spy) return false;
         this.#listening(spy, false);
@@ -124,6 +138,7 @@ export class Spies {
 
   /** After a reconnection: the listening calls whose channel is gone stopped meanwhile. */
   resync(uniqueIds: Set<string>): void {
+    for (const far of this.#far) if (!uniqueIds.has(far)) this.#far.delete(far);
     for (const spy of [...this.#spies.values()]) {
       if (!spy.channel || uniqueIds.has(spy.linkedId)) continue;
       this.#listening(spy, false);

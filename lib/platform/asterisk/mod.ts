@@ -59,13 +59,21 @@ import { CallCommands } from "./call_commands.ts";
 import { CallTracker, DIAL_DROPPED_EVENT, dialAnnouncement, type NewCall } from "./calls.ts";
 import { ASTERISK_FILES, ConfigWriter } from "./config_writer.ts";
 import {
+  AGENT_HEADER,
   AGENT_TRUNK_EVENT,
+  CALL_HEADER,
+  DIALLED_HEADER,
+  ESTABLISHED_EVENT,
   LINK_EVENT,
   LISTEN_CONTEXT,
-  QUEUE_DIAL_ANSWERED_EVENT,
+  listenExten,
+  PLACED_FOR_CALLER,
   ROOM_INVITE_CONTEXT,
   type ServerPlacement,
+  TRUNK_DEVICE,
+  trunkName,
 } from "./config_files.ts";
+import type { Leg } from "./call_model.ts";
 import { RoomBook } from "./rooms.ts";
 import { listenAnnouncement, Spies, type SpyFields } from "./listen.ts";
 
@@ -129,6 +137,16 @@ export interface PlatformLease {
   release(): Promise<string | null>;
   /** The platform closes: gives it back if it is its own. */
   close(): Promise<void>;
+}
+
+/**
+ * A listening call where the agent's phone and the supervisor's are not on the same server
+ * (several.ts): placed on the agent's, with the agent's presence (the main server's) and the
+ * supervisor's server, null for this one.
+ */
+export interface ListenAcross {
+  presence: AgentPresence;
+  supervisorOn: string | null;
 }
 
 /** A platform's own lease (one server). */
@@ -292,6 +310,7 @@ export class AsteriskPlatform implements Platform {
       ...ctx,
       action: (action, fields) => this.#action(action, fields),
       recordingsDir: options.recordingsDir ?? "",
+      phoneOfChannel: (uniqueId) => this.#calls.phoneOfChannel(uniqueId),
     });
     this.#agents = new AgentBook({
       ...ctx,
@@ -319,13 +338,7 @@ export class AsteriskPlatform implements Platform {
       ...ctx,
       agents: this.#agents,
       repair: (action, fields) => this.#repair(action, fields),
-      queueDialAnswered: (server, linkedId) => {
-        if (!this.#leader) return;
-        this.options.userEventOn?.(server, {
-          UserEvent: QUEUE_DIAL_ANSWERED_EVENT,
-          Call: linkedId,
-        });
-      },
+      establishedElsewhere: (leg) => this.#establishedElsewhere(leg),
     });
     this.#commands = new CallCommands({
       tracker: this.#calls,
@@ -578,12 +591,16 @@ export class AsteriskPlatform implements Platform {
    * channel of the agent's call (its uniqueid in `SVC_SPY`); announced first (`SvcListen`) so that
    * every process follows it as this one does.
    */
-  async listen(supervisor: UserRecord, agentId: number): Promise<CallStarted> {
+  async listen(
+    supervisor: UserRecord,
+    agentId: number,
+    across?: ListenAcross,
+  ): Promise<CallStarted> {
     if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
     const dir = await this.#directory();
     const phone = dir.phoneOfUser(supervisor.id);
     if (!phone?.interface) throw noLine(supervisor);
-    const presence = this.#agents.presence(agentId);
+    const presence = across?.presence ?? this.#agents.presence(agentId);
     if (!presence.logged) throw notLogged(agentId);
     const agentPhone = dir.phoneAt(presence.extension!, presence.context!);
     const target = agentPhone
@@ -606,12 +623,15 @@ export class AsteriskPlatform implements Platform {
       supervisorUsername: user.username ?? "",
     };
     const linkedId = crypto.randomUUID();
-    this.#spies.add(linkedId, fields, phone.interface);
+    // a supervisor of another server: rung over the trunk (config_files.ts, listenExten)
+    const channel = across?.supervisorOn
+      ? `PJSIP/${listenExten(phone.lineId)}@${trunkName(across.supervisorOn)}`
+      : phone.interface;
+    this.#spies.add(linkedId, fields, channel);
     // every process registers it before its channel's first event (see #originate)
-    this.#action("UserEvent", listenAnnouncement(linkedId, fields, phone.interface))
-      .catch(() => {});
+    this.#action("UserEvent", listenAnnouncement(linkedId, fields, channel)).catch(() => {});
     const response = await this.#action("Originate", {
-      Channel: phone.interface,
+      Channel: channel,
       Context: LISTEN_CONTEXT,
       Exten: "s",
       Priority: "1",
@@ -674,6 +694,12 @@ export class AsteriskPlatform implements Platform {
     return Promise.resolve(
       calls.map((call) => ({ ...call, linkedId: this.#links.get(call.linkedId) ?? call.linkedId })),
     );
+  }
+
+  /** The parties (`callId`s) here that are trunks to another server of svc's (several.ts). */
+  trunkParties(): Set<string> {
+    const overTrunk = (leg: Leg) => !!this.#calls.channelOf(leg)?.device?.startsWith(TRUNK_DEVICE);
+    return new Set(this.#calls.liveLegs().filter(overTrunk).map((leg) => leg.uniqueId));
   }
 
   async callCommand(callId: string, command: CallCommand): Promise<void> {
@@ -739,7 +765,12 @@ export class AsteriskPlatform implements Platform {
    * (its id in `SVC_ROOM`) without asking its PIN; the phone shows the room calling. The call is
    * registered as a dial of the room's number, so the user gets the events of one.
    */
-  async inviteToRoom(user: UserRecord, roomId: string): Promise<CallStarted> {
+  /**
+   * The user's phone is originated into `svc-room-invite`; a phone of another server (`phoneOn`,
+   * several.ts) over the trunk, with what a call svc places there on the phone's behalf carries
+   * (config_files.ts: `AGENT_HEADER`, `DIALLED_HEADER`, the call's id).
+   */
+  async inviteToRoom(user: UserRecord, roomId: string, phoneOn?: string): Promise<CallStarted> {
     const dir = await this.#directory();
     const room = dir.rooms.get(roomId);
     if (!room?.number) throw new PlatformRefusal("no_room", `no room ${roomId} to join`);
@@ -747,6 +778,15 @@ export class AsteriskPlatform implements Platform {
     if (!phone?.interface) throw noLine(user);
     this.#rooms.checkNotFull(room);
     const current = dir.users.get(user.id) ?? user;
+    const channel = phoneOn ? `PJSIP/${phone.extension}@${trunkName(phoneOn)}` : phone.interface;
+    const headers = (linkedId: string) =>
+      phoneOn
+        ? [
+          `PJSIP_HEADER(add,${CALL_HEADER})=${linkedId}`,
+          `PJSIP_HEADER(add,${AGENT_HEADER})=${PLACED_FOR_CALLER}`,
+          `PJSIP_HEADER(add,${DIALLED_HEADER})=${room.number}`,
+        ]
+        : [];
     return await this.#originate({
       kind: "user",
       context: room.context,
@@ -755,13 +795,13 @@ export class AsteriskPlatform implements Platform {
       shownName: fullName(current),
       src: { userId: user.id, username: user.username ?? "", number: phone.extension },
       userData: {},
-      originate: { channel: phone.interface, exten: "s", context: ROOM_INVITE_CONTEXT },
+      originate: { channel, exten: "s", context: ROOM_INVITE_CONTEXT },
       callerPhone: phone,
     }, {
       callerId: callerIdText(room.name || room.number, room.number),
       timeoutMs: current.ring_seconds * 1000,
       variables: {},
-      channelVariables: [`SVC_ROOM=${room.id}`],
+      channelVariables: (linkedId) => [`SVC_ROOM=${room.id}`, ...headers(linkedId)],
     });
   }
 
@@ -880,7 +920,8 @@ export class AsteriskPlatform implements Platform {
       callerId: string | null;
       timeoutMs: number;
       variables: CallVariables;
-      channelVariables?: string[];
+      /** The channel's own variables (given the call's id). */
+      channelVariables?: string[] | ((linkedId: string) => string[]);
     },
   ): Promise<CallStarted> {
     if (!this.reachable()) throw new PlatformUnavailable("not connected to Asterisk");
@@ -888,7 +929,9 @@ export class AsteriskPlatform implements Platform {
     const variables = [
       // `__`: every leg of the call inherits them
       ...Object.entries(usrVariables(options.variables)).map(([key, value]) => `__${key}=${value}`),
-      ...options.channelVariables ?? [],
+      ...(typeof options.channelVariables === "function"
+        ? options.channelVariables(linkedId)
+        : options.channelVariables ?? []),
     ];
     const call = this.#calls.start({ ...init, linkedId });
     let response: AmiResponse;
@@ -1000,7 +1043,7 @@ export class AsteriskPlatform implements Platform {
       if (event.event === "UserEvent") {
         const name = event.get("UserEvent");
         if (name === LINK_EVENT) this.#link(event);
-        if (name === QUEUE_DIAL_ANSWERED_EVENT) this.#queueDialAnswered(event.get("Call") ?? "");
+        if (name === ESTABLISHED_EVENT) this.#establishedHere(event);
         if (name === AGENT_TRUNK_EVENT) {
           this.#calls.agentTrunk(event.get("Uniqueid") ?? "", Number(event.get("Line")));
         }
@@ -1151,20 +1194,46 @@ export class AsteriskPlatform implements Platform {
     const call = event.get("Call")?.trim();
     if (local && call && call !== local && /^[A-Za-z0-9.-]{1,64}$/.test(call)) {
       this.#links.set(local, call);
-      if (event.get("Agent") === "1") this.#agentLinks.add(local);
+      // placed on behalf of a phone here: a queue's agent (1), an invitation's caller
+      const placed = event.get("Agent");
+      if (placed === "1" || placed === PLACED_FOR_CALLER) this.#agentLinks.add(local);
       const dialled = event.get("Dialled")?.trim() ?? "";
       if (this.#agentLinks.has(local) && DIALLED.test(dialled)) {
-        this.#calls.placedFromQueue(local, dialled);
+        this.#calls.placedThere(local, dialled, placed === PLACED_FOR_CALLER);
       }
       const data = this.options.linkedData?.(call);
       if (data) this.#calls.addUserData(local, data);
     }
   }
 
-  /** The destination of a dial from queue for an agent here answered on the queue's server. */
-  #queueDialAnswered(call: string): void {
+  /**
+   * A party of call `leg.call` on another server is established here (calls.ts): svc tells that
+   * server (the lease holder does, once), naming the call as that server knows it.
+   */
+  #establishedElsewhere(leg: Leg): void {
+    if (!this.#leader) return;
+    const device = this.#calls.channelOf(leg)?.device ?? "";
+    const server = leg.phone?.registrar ??
+      (device.startsWith(TRUNK_DEVICE) ? device.slice(TRUNK_DEVICE.length) : "");
+    const call = this.#links.get(leg.call.linkedId) ?? leg.call.linkedId;
+    this.options.userEventOn?.(server, {
+      UserEvent: ESTABLISHED_EVENT,
+      Call: call,
+      By: leg.call.answeredBy ?? "",
+    });
+  }
+
+  /**
+   * `ESTABLISHED_EVENT`: call `Call` (this server's id, or the one it came with) is established
+   * on the other server, answered by user `By` there.
+   */
+  #establishedHere(event: AmiMessage): void {
+    const call = event.get("Call") ?? "";
+    const by = event.get("By")?.trim() ?? "";
+    const answeredBy = /^[\w.@+-]{1,128}$/.test(by) ? by : null;
+    if (this.#calls.calls().includes(call)) return this.#calls.establishedThere(call, answeredBy);
     for (const [local, linked] of this.#links) {
-      if (linked === call && this.#agentLinks.has(local)) this.#calls.queueDialAnswered(local);
+      if (linked === call) this.#calls.establishedThere(local, answeredBy);
     }
   }
 
@@ -1194,6 +1263,17 @@ export class AsteriskPlatform implements Platform {
         ? []
         : event.records.map((record) => ({ ...record, id: call ?? record.id }));
       return call ? { ...event, linkedId: call, records } : event;
+    }
+    if (event.kind === "room") {
+      const linked = <T extends { linkedId: string }>(one: T): T => {
+        const call = this.#links.get(one.linkedId);
+        return call ? { ...one, linkedId: call } : one;
+      };
+      return {
+        ...event,
+        participant: event.participant && linked(event.participant),
+        participants: event.participants.map(linked),
+      };
     }
     return event;
   }

@@ -7,7 +7,7 @@
  * ones any other would give. svc mutes, kicks and records with `ConfbridgeMute`, `…Unmute`,
  * `…Kick`, `…StartRecord`, `…StopRecord`.
  */
-import type { Directory } from "../directory.ts";
+import type { Directory, Phone } from "../directory.ts";
 import { PlatformRefusal } from "../port.ts";
 import type { RoomCommand, RoomConfig, RoomEvent, RoomParticipant, RoomState } from "../rooms.ts";
 import { userName } from "../directory.ts";
@@ -15,6 +15,7 @@ import { pbxMessage } from "./agents.ts";
 import type { AmiResponse } from "./ami_client.ts";
 import type { AmiMessage } from "./ami_message.ts";
 import { deviceOf } from "./call_model.ts";
+import { TRUNK_DEVICE } from "./config_files.ts";
 
 /** The ConfBridge conference of the room `roomId`. */
 export const roomBridge = (roomId: string) => `svc-room:${roomId}`;
@@ -31,6 +32,8 @@ export interface RoomBookContext {
   action(action: string, fields: Record<string, string>): Promise<AmiResponse>;
   /** Where the recordings go (`SVC_ASTERISK_RECORDINGS_DIR`); "" for Asterisk's own. */
   recordingsDir: string;
+  /** The phone whose party the channel `uniqueId` is in its call (the call tracker's), if any. */
+  phoneOfChannel(uniqueId: string): Phone | null;
 }
 
 interface Member extends RoomParticipant {
@@ -248,13 +251,20 @@ export class RoomBook {
 
   /**
    * A member from a `ConfbridgeJoin` or a `ConfbridgeList` item: a user's phone shows its user's
-   * name and its extension (as the simulator), another party its caller id.
+   * name and its extension (as the simulator), a user's phone of another server (over its trunk)
+   * too: the one svc invited, else the one whose caller id it comes with; another party its
+   * caller id.
    */
   #member(event: AmiMessage, joinedMs: number): Member {
     const channel = event.get("Channel") ?? "";
     const device = deviceOf(channel);
     const dir = this.ctx.dir();
-    const phone = device ? dir.phoneOfInterface(device) : null;
+    const phone = !device
+      ? null
+      : device.startsWith(TRUNK_DEVICE)
+      ? this.ctx.phoneOfChannel(event.get("Uniqueid") ?? "") ??
+        dir.phoneNamed(event.get("CallerIDNum") ?? "")
+      : dir.phoneOfInterface(device);
     const user = phone?.userId == null ? undefined : dir.users.get(phone.userId);
     const name = event.get("CallerIDName") ?? "";
     return {

@@ -9,6 +9,7 @@
  * stops, one changed starts again.
  */
 import type { Clock } from "../../clock.ts";
+import { PlatformUnavailable } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { AgentRecord } from "../../store/agents.ts";
 import type { QueueRecord } from "../../store/queues.ts";
@@ -30,7 +31,6 @@ import {
   type Platform,
   type PlatformConnection,
   type PlatformListener,
-  PlatformRefusal,
   type ServerState,
   type VoicemailCounts,
   type WaitingCall,
@@ -343,10 +343,26 @@ export class AsteriskServers implements Platform {
     return this.#main.queueCalls();
   }
 
+  /**
+   * Placed on the server of the phone the agent is logged on (the agent's channel is there), with
+   * the agent's presence (the main server's): a supervisor of another server is rung over the
+   * trunk (docs/asterisk.md, "Several servers").
+   */
   async listen(supervisor: UserRecord, agentId: number): Promise<CallStarted> {
-    const server = await this.#forUser(supervisor);
-    if (server !== this.#main) throw elsewhere("listening from a phone of another server");
-    return await server.listen(supervisor, agentId);
+    const supervisorOn = await this.#forUser(supervisor);
+    if (!supervisorOn.reachable()) {
+      throw new PlatformUnavailable("the supervisor's server is not connected");
+    }
+    const presence = await this.#main.agentPresence(agentId);
+    const dir = await this.#directory();
+    const agentPhone = presence.logged && presence.extension && presence.context
+      ? dir.phoneAt(presence.extension, presence.context)
+      : null;
+    const agentOn = this.#named(agentPhone?.registrar);
+    return await agentOn.listen(supervisor, agentId, {
+      presence,
+      supervisorOn: supervisorOn === agentOn ? null : supervisorOn.options.server ?? null,
+    });
   }
 
   /**
@@ -428,8 +444,8 @@ export class AsteriskServers implements Platform {
   }
 
   /**
-   * Every server's parties, one call across servers shown as on one server: a trunk leg a party
-   * hears is shown as the user's party beyond it, and a user's party hearing only a trunk hears
+   * Every server's parties, one call across servers shown as on one server: the trunk legs are
+   * left out, a trunk leg a party hears is shown as the user's party beyond it, and a user's party hearing only a trunk hears
    * what that call's trunk party on the other server hears (nobody while held there, a
    * conference there).
    */
@@ -454,8 +470,10 @@ export class AsteriskServers implements Platform {
       );
       return users.length === 1 ? users[0]!.callId : callId;
     };
+    // the trunks between svc's servers are no parties: a call across them is one call
+    const trunks = this.#all().map((platform) => platform.trunkParties());
     return byServer.flatMap((calls, i) =>
-      calls.map((call): LiveCall => {
+      calls.filter((call) => !trunks[i]!.has(call.callId)).map((call): LiveCall => {
         const peers = call.talkingTo.map((id) => calls.find((other) => other.callId === id));
         const overTrunk = call.userId !== null && peers.length > 0 &&
           peers.every((peer) => peer?.userId === null);
@@ -600,10 +618,12 @@ export class AsteriskServers implements Platform {
     return this.#main.endRoom(roomId);
   }
 
+  /** The rooms are the main server's: a phone of another server is called in over the trunk. */
   async inviteToRoom(user: UserRecord, roomId: string): Promise<CallStarted> {
     const server = await this.#forUser(user);
-    if (server !== this.#main) throw elsewhere("an invitation of a phone of another server");
-    return await server.inviteToRoom(user, roomId);
+    if (server === this.#main) return await server.inviteToRoom(user, roomId);
+    if (!server.reachable()) throw new PlatformUnavailable("the user's server is not connected");
+    return await this.#main.inviteToRoom(user, roomId, server.options.server);
   }
 
   async close(): Promise<void> {
@@ -711,10 +731,6 @@ class SharedLease implements PlatformLease {
     await releaseLeaseAt(this.store, LEASE_KEY, this.#owner).catch(() => null);
   }
 }
-
-/** What crosses no server yet (docs/asterisk.md, "Several servers"). */
-const elsewhere = (what: string) =>
-  new PlatformRefusal("not_supported", `${what} is not supported: its phone is on another server`);
 
 /** Every line of one server's adapter names the server. */
 function serverLogger(logger: Logger, server: string): Logger {

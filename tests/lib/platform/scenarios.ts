@@ -607,6 +607,66 @@ export const SCENARIOS: Scenario[] = [
     ],
   },
   {
+    // with several servers: the caller's phone on one server, the queue and its agent's phone on
+    // the other (the caller is in when the agent answers, not when the queue answers)
+    name: "bob calls the queue: gives up while agent 8001 (carol's phone) is paused, then is taken",
+    transcript: "12b-queue-call-by-bob",
+    recordedBySvc: true,
+    variables: crm,
+    steps: [
+      logIn("1003"),
+      { command: (w) => w.services.platform.agentPause(w.agent.id, "lunch") },
+      {
+        command: (w) => w.services.platform.dialNumber(w.bob, "3001", crm),
+        phones: async (sim) => {
+          await sim.act("1002", "answer");
+          await sim.advance(2000);
+          await sim.act("1002", "hangup");
+        },
+      },
+      { command: (w) => w.services.platform.agentUnpause(w.agent.id) },
+      {
+        command: (w) => w.services.platform.dialNumber(w.bob, "3001", crm),
+        phones: async (sim) => {
+          await sim.act("1002", "answer");
+          await sim.act("1003", "answer");
+          await sim.act("1003", "hangup");
+        },
+      },
+      logOut,
+    ],
+    events: [
+      ["agent", "AgentReady", "8001", "1003", "carol"],
+      ["agent", "AgentOnPause", "8001", "1003", "carol"],
+      ["bob", "EventDialing", "1002", "3001", 1, 1],
+      ["bob", "EventReleased", "1002", "3001", 1, 1],
+      ["agent", "AgentReady", "8001", "1003", "carol"],
+      ["bob", "EventDialing", "1002", "3001", 2, 2],
+      ["agent", "AgentRinging", "8001", "1003", "carol"],
+      ["carol", "EventRinging", "1003", "1002", 2, 3],
+      ["agent", "AgentOnCall", "8001", "1003", "carol"],
+      ["bob", "EventEstablished", "1002", "3001", 2, 2],
+      ["carol", "EventEstablished", "1003", "1002", 2, 3],
+      ["bob", "EventReleased", "1002", "3001", 2, 2],
+      ["carol", "EventReleased", "1003", "1002", 2, 3],
+      ["agent", "AgentOnWrapup", "8001", "1003", "carol"],
+      ["agent", "AgentReady", "8001", "1003", "carol"],
+      ["agent", "AgentLoggedOut", "8001", "1003", "carol"],
+    ],
+    queue: [
+      ["joined", "support", "1002", "1"],
+      ["abandoned", "support", "1002", ""],
+      ["joined", "support", "1002", "1"],
+      ["answered", "support", "1002", "8001"],
+      ["completed", "support", "1002", "8001"],
+    ],
+    history: [
+      ["bob", "emitted", "bob", "", "1002", "3001", false],
+      ["bob", "emitted", "bob", "carol", "1002", "3001", true],
+      ["carol", "answered", "bob", "carol", "1002", "3001", true],
+    ],
+  },
+  {
     name: "dial to queue: the destination answers, then waits for the agent",
     transcript: "13-dial-to-queue",
     variables: crm,
@@ -1142,6 +1202,52 @@ export const SCENARIOS: Scenario[] = [
     history: ALICE_BOB_HISTORY,
   },
   {
+    // with several servers: the supervisor's phone and the agent's are on different ones
+    name: "listening by bob: agent 8001 on carol's phone talks with alice; bob listens, hangs up",
+    transcript: "36b-listen-by-bob",
+    recordedBySvc: true,
+    variables: crm,
+    steps: [
+      logIn("1003"),
+      {
+        command: aliceDials("1003"),
+        phones: async (sim) => {
+          await sim.act("1001", "answer");
+          await sim.act("1003", "answer");
+        },
+      },
+      {
+        command: (w) => w.services.platform.listen(w.bob, w.agent.id).then(() => {}),
+        phones: (sim) => sim.act("1002", "answer"),
+      },
+      {
+        command: async (w) => {
+          const calls = await w.services.platform.liveCalls();
+          assert.deepEqual(calls.map((call) => call.userId), [w.alice.id, w.carol.id]);
+        },
+        phones: (sim) => sim.act("1002", "hangup"),
+      },
+      { command: onCallOf(ALICE, { kind: "hangup" }) },
+      logOut,
+    ],
+    events: [
+      ["agent", "AgentReady", "8001", "1003", "carol"],
+      ["alice", "EventDialing", "1001", "1003", 1, 1],
+      ["carol", "EventRinging", "1003", "1001", 1, 2],
+      ["alice", "EventEstablished", "1001", "1003", 1, 1],
+      ["carol", "EventEstablished", "1003", "1001", 1, 2],
+      ["listen", "started", "8001", "1003", "bob"],
+      ["listen", "stopped", "8001", "1003", "bob"],
+      ["alice", "EventReleased", "1001", "1003", 1, 1],
+      ["carol", "EventReleased", "1003", "1001", 1, 2],
+      ["agent", "AgentLoggedOut", "8001", "1003", "carol"],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "carol", "1001", "1003", true],
+      ["carol", "answered", "alice", "carol", "1001", "1003", true],
+    ],
+  },
+  {
     name: "voicemail: bob does not answer, his voicemail takes alice's message",
     transcript: "37-voicemail",
     recordedBySvc: true,
@@ -1358,6 +1464,38 @@ SCENARIOS.push(
     history: [
       ["bob", "emitted", "bob", "", "1002", "4100", true],
       ["alice", "emitted", "alice", "", "1001", "4100", true],
+    ],
+  },
+  {
+    name: "meeting room: alice joins by number; svc invites bob, who answers (no PIN); both leave",
+    transcript: "42-room-invite",
+    recordedBySvc: true,
+    ...ALICES_ROOM,
+    steps: [
+      joinsRoom("alice", "1001", ["1234"]),
+      {
+        command: (w) =>
+          w.services.platform.inviteToRoom(w.bob, meetingRoomId(ALICES_ROOM_ID)).then(() => {}),
+        phones: (sim) => sim.act("1002", "answer"),
+      },
+      { command: () => Promise.resolve(), phones: (sim) => sim.act("1001", "hangup") },
+      { command: () => Promise.resolve(), phones: (sim) => sim.act("1002", "hangup") },
+    ],
+    events: [
+      ["alice", "EventDialing", "1001", "4100", 1, 1],
+      ["alice", "EventEstablished", "1001", "4100", 1, 1],
+      ["room", "joined", "alice", "alice"],
+      ["bob", "EventDialing", "1002", "4100", 2, 2],
+      ["bob", "EventEstablished", "1002", "4100", 2, 2],
+      ["room", "joined", "bob", "alice bob"],
+      ["room", "left", "alice", "bob"],
+      ["alice", "EventReleased", "1001", "4100", 1, 1],
+      ["room", "left", "bob", ""],
+      ["bob", "EventReleased", "1002", "4100", 2, 2],
+    ],
+    history: [
+      ["alice", "emitted", "alice", "", "1001", "4100", true],
+      ["bob", "emitted", "bob", "", "1002", "4100", true],
     ],
   },
   {

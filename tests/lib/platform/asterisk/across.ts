@@ -22,6 +22,7 @@ export const ACROSS = [
   "10-forward-busy",
   "11-forward-noanswer",
   "12-queue-agent",
+  "12b-queue-call-by-bob",
   "13-dial-to-queue",
   "14-dial-from-queue",
   "21-svc-hold-resume",
@@ -32,6 +33,11 @@ export const ACROSS = [
   "27-conference",
   "28-record-mute-dtmf",
   "35-conference-two-calls",
+  "36-listen",
+  "36b-listen-by-bob",
+  "40-room-join-mute-kick",
+  "41-room-wrong-pin",
+  "42-room-invite",
 ];
 
 /** A scenario's recorded session of one server, as `ami_replay.ts` names it. */

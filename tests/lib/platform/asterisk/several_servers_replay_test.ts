@@ -6,7 +6,7 @@
  *
  * Both servers' sessions play in their recorded order (each replay plays a line once the other
  * came to its time), as Asterisk sent them: a call crossing the trunk exists on main when mds1
- * says it arrived there; mds1 names main's calls as svc named them in this run.
+ * says it arrived there; each names the other's calls as svc named them in this run.
  */
 import assert from "node:assert/strict";
 import type { CallStarted, PlatformEvent } from "../../../../lib/platform/port.ts";
@@ -41,8 +41,8 @@ for (const transcript of ACROSS) {
         auto: (action) => !SVC_DRIVEN.has((action.get("Action") ?? "").toLowerCase()),
         // both sessions in their recorded order: a line once the other replay came to its time
         gate: (record: RecordLine) => record.t <= other(name).position(),
-        // mds1 names main's calls (`SvcLink`) as svc named them in this run
-        ...(name === "mds1" && { alsoMap: () => replays.main.uniqueIds() }),
+        // each names the other's calls (`SvcLink`) as svc named them in this run
+        alsoMap: () => other(name).uniqueIds(),
       });
     }
     const root = await Deno.makeTempDir({ prefix: "svc-across-" });

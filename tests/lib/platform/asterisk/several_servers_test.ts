@@ -239,6 +239,87 @@ Deno.test("several Asterisk servers behind one svc, through the real app", async
     });
 
     await t.step(
+      "a call placed on bob's behalf on main (SvcLink Dialled, SvcEstablished): checked fields",
+      async () => {
+        /** A trunk call to bob from main, its SvcLink saying `dialled`; bob's events. */
+        const placed = async (n: number, dialled: string) => {
+          events.splice(0);
+          const [trunk, phone] = [`b.${n}0`, `b.${n}1`];
+          peers.b!.send(
+            {
+              Event: "Newchannel",
+              Channel: `PJSIP/svc-trunk-main-0000000${n}`,
+              ChannelState: "0",
+              Uniqueid: trunk,
+              Linkedid: trunk,
+              CallerIDNum: "3001",
+              Exten: "1002",
+              Context: "svc-trunk-in",
+            },
+            {
+              Event: "UserEvent",
+              UserEvent: "SvcLink",
+              Uniqueid: trunk,
+              Linkedid: trunk,
+              Call: `main-call-${n}`,
+              Agent: "1",
+              Dialled: dialled,
+            },
+            ...channel(`PJSIP/bob-0000000${n}`, phone, trunk, 5),
+            ...channel(`PJSIP/bob-0000000${n}`, phone, trunk, 6).slice(1),
+          );
+          await platform.settled();
+          await until(() => bobs().length === 2, 2000, "bob's ringing and answer");
+          return { trunk, phone };
+        };
+        const bobs = () =>
+          events.filter((event): event is PhoneEvent =>
+            event.kind === "phone" && event.username === "bob"
+          );
+        const hangup = async (uniqueIds: string[], linkedId: string) => {
+          peers.b!.send(
+            ...uniqueIds.map((id) => ({ Event: "Hangup", Uniqueid: id, Linkedid: linkedId })),
+          );
+          await until(() => events.some((e) => e.kind === "call_ended"), 2000, "its end");
+        };
+
+        // no number: an ordinary call to bob (he talks with the trunk's caller once he answers)
+        const bad = await placed(3, "1003,x;y");
+        assert.deepEqual(bobs().map((e) => [e.eventType, e.otherDN]), [
+          ["EventRinging", "3001"],
+          ["EventEstablished", "3001"],
+        ]);
+        await hangup([bad.phone, bad.trunk], bad.trunk);
+
+        // a number: bob's phone shows it and dials it when he answers, established when told
+        const good = await placed(4, "1003");
+        assert.deepEqual(bobs().map((e) => [e.eventType, e.otherDN]), [
+          ["EventRinging", "1003"],
+          ["EventDialing", "1003"],
+        ]);
+        const established = (fields: Record<string, string>) => {
+          peers.b!.send({ Event: "UserEvent", UserEvent: "SvcEstablished", ...fields });
+          return platform.settled();
+        };
+        await established({ Call: "no-such-call", By: "carol" });
+        await established({ Call: "", By: "" });
+        assert.equal(bobs().length, 2, "a call svc does not know changes nothing");
+        await established({ Call: "main-call-4", By: "<carol>, x" });
+        await until(() => bobs().length === 3, 2000, "bob established");
+        assert.deepEqual(bobs().map((e) => [e.eventType, e.linkedId]).at(-1), [
+          "EventEstablished",
+          "main-call-4",
+        ]);
+        await established({ Call: "main-call-4", By: "carol" });
+        assert.equal(bobs().length, 3, "told twice: established once");
+        await hangup([good.phone, good.trunk], good.trunk);
+        // the queue's server keeps the record of a call placed there
+        const ended = events.filter((e) => e.kind === "call_ended");
+        assert.deepEqual(ended.map((e) => e.kind === "call_ended" && e.records.length), [0]);
+      },
+    );
+
+    await t.step(
       "b down: bob's routes 503 Unreachable, alice's work; /ready, metrics",
       async () => {
         await peers.b!.kill();
