@@ -19,7 +19,17 @@ import { OUTSIDE_ROUTE, type Pbx, quietManager } from "../peers/asterisk_pbx.ts"
 import { startRecordedPbx, svcOnPbx } from "./recorded_pbx.ts";
 import { livePeers } from "../peers/live_peers.ts";
 import type { Phone } from "../peers/baresip_phone.ts";
-import { type Audio, parseWav, toneLevel } from "../peers/wav.ts";
+import { parseWav, toneLevel } from "../peers/wav.ts";
+import {
+  count,
+  heardSince,
+  MUSIC_HZ,
+  recordingSince,
+  timeline,
+  TONES,
+  windows,
+  windowsWithBoth,
+} from "./live_audio.ts";
 import { scenarioWorld } from "../lib/platform/fixtures.ts";
 import { capture, check } from "../lib/platform/scenario_runner.ts";
 import { SCENARIOS } from "../lib/platform/scenarios.ts";
@@ -33,10 +43,6 @@ const { prefix: PREFIX, missing } = livePeers("asterisk_live_scenarios_test");
 const RECORD_TO = Deno.env.get("SVC_RECORD_TRANSCRIPTS");
 /** Only the scenarios whose transcript name holds this (to record one again). */
 const ONLY = Deno.env.get("SVC_TEST_SCENARIO") ?? "";
-
-/** The tone each phone sends, in Hz; the PBX's music on hold is 300 Hz. */
-const TONES: Record<string, number> = { alice: 440, bob: 1000, carol: 1600 };
-const MUSIC_HZ = 300;
 
 Deno.test({
   name: "on a real Asterisk: the scenarios of call control give the table's events and history",
@@ -177,27 +183,6 @@ async function queueResync(
   }
 }
 
-/** The 100 ms windows of a recording, each named by the tone that fills it (or silence). */
-/** `audio` cut in windows of 100 ms. */
-function windows(audio: Audio): Audio[] {
-  const size = audio.rate / 10;
-  const parts: Audio[] = [];
-  for (let at = 0; at + size <= audio.samples.length; at += size) {
-    parts.push({ ...audio, samples: audio.samples.subarray(at, at + size) });
-  }
-  return parts;
-}
-
-/** Which tone each window of 100 ms is, or "silence". */
-function timeline(audio: Audio, tones: Record<string, number>): string[] {
-  return windows(audio).map((part) =>
-    Object.entries(tones).find(([, hz]) => toneLevel(part, hz) > 0.3)?.[0] ?? "silence"
-  );
-}
-
-/** How many of `windows` are `name`. */
-const count = (windows: string[], name: string) => windows.filter((one) => one === name).length;
-
 /**
  * What the phones hear and what Asterisk records, beyond the events: alice calls bob and holds
  * (bob hears the music, not alice), takes the call back, records it (both tones in the file,
@@ -269,15 +254,6 @@ async function whatTheyHear(amiPort: number, pbx: Pbx, phones: Record<string, Ph
   }
 }
 
-/** The new `-dec.wav` recording of `phone` since `before` (what it heard of its last call). */
-async function heardSince(phone: Phone, before: Set<string>): Promise<string[]> {
-  const files = (await phone.recordings()).filter((file) =>
-    !before.has(file) && file.endsWith("-dec.wav")
-  );
-  assert.equal(files.length, 1, `${phone.user}'s recording of the call: ${files}`);
-  return timeline(parseWav(await Deno.readFile(files[0]!)), TONES);
-}
-
 /**
  * Listening and voicemail as the phones hear them: carol, a supervisor, listens to agent 8001's
  * call on bob's phone with alice (her phone hears both tones, nobody hears hers); then bob does not
@@ -323,14 +299,10 @@ async function whatTheSupervisorHears(amiPort: number, pbx: Pbx, phones: Record<
       "listening started and stopped",
     );
     await sleep(500);
-    const carolHeard = await heardSince(phones.carol!, before.carol);
+    const carolAudio = await recordingSince(phones.carol!, before.carol);
+    const carolHeard = timeline(carolAudio, TONES);
     assert.ok(count(carolHeard, "alice") + count(carolHeard, "bob") >= 20, `carol: ${carolHeard}`);
-    const carolAudio = (await phones.carol!.recordings()).find((file) =>
-      !before.carol.has(file) && file.endsWith("-dec.wav")
-    )!;
-    const both = windows(parseWav(await Deno.readFile(carolAudio))).filter((part) =>
-      toneLevel(part, TONES.alice!) > 0.1 && toneLevel(part, TONES.bob!) > 0.1
-    ).length;
+    const both = windowsWithBoth(carolAudio, "alice", "bob");
     assert.ok(both >= 10, `carol hears both sides: ${both} windows of 100 ms`);
     const bobHeard = await heardSince(phones.bob!, before.bob);
     assert.equal(count(bobHeard, "carol"), 0, `nobody hears carol: ${bobHeard}`);
@@ -347,8 +319,7 @@ async function whatTheSupervisorHears(amiPort: number, pbx: Pbx, phones: Record<
     await sleep(4000 + 3000);
     await alice.hangup();
     await until(
-      () =>
-        w.platform.calls().length === 0,
+      () => w.platform.calls().length === 0,
       10_000,
       "the call ended",
     );

@@ -6,7 +6,7 @@
  * with bob on the other server and must give the table's events per user, one `linkedId` per
  * call across the servers and the table's history (`checkAcross`); then `mds1` is stopped
  * mid-run (bob's routes 503, alice's work, `/ready` and `/metrics` say which) and started again
- * (resynced within 5 s).
+ * (resynced within 5 s). bob, on mds1, also listens to agent carol's call on main: he hears it.
  *
  * With `SVC_RECORD_TRANSCRIPTS=<dir>` each scenario's two AMI sessions are written there as
  * `servers/<transcript>.<server>.jsonl` (`tests/peers/asterisk_transcripts/servers/`), which
@@ -29,6 +29,15 @@ import {
 } from "../lib/platform/asterisk/across.ts";
 import { type RecordedServers, startRecordedServers, svcOnServers } from "./recorded_servers.ts";
 import { sleep, until } from "./svc_http.ts";
+import type { Phone } from "../peers/baresip_phone.ts";
+import {
+  count,
+  heardSince,
+  recordingSince,
+  timeline,
+  TONES,
+  windowsWithBoth,
+} from "./live_audio.ts";
 
 const { prefix: PREFIX, missing } = livePeers("asterisk_live_servers_test");
 const RECORD_TO = Deno.env.get("SVC_RECORD_TRANSCRIPTS");
@@ -51,7 +60,10 @@ Deno.test({
         mds1: { "manager.conf": quietManager },
       },
       phones: Object.fromEntries(
-        Object.values(PEOPLE).map((user) => [user, { user, answerMode: "manual" as const }]),
+        Object.values(PEOPLE).map((user) => [
+          user,
+          { user, answerMode: "manual" as const, toneHz: TONES[user], record: true },
+        ]),
       ),
       registerMs: 20_000,
     });
@@ -73,6 +85,9 @@ Deno.test({
           await otherApis(servers);
         },
       );
+      await t.step("what bob on mds1 hears listening to agent carol on main", async () => {
+        await whatTheSupervisorHears(servers);
+      });
       await t.step("mds1 down: bob's routes 503, alice's work; back: resynced", async () => {
         await serverDownAndBack(servers);
       });
@@ -201,6 +216,63 @@ async function otherApis(servers: RecordedServers) {
   } finally {
     await w.close();
     await server.shutdown();
+  }
+}
+
+/**
+ * A supervisor of another server hears the call: bob (mds1) listens to agent 8001 on carol's phone
+ * (main) talking with alice; bob's phone hears both tones over the trunk, nobody hears bob's.
+ */
+async function whatTheSupervisorHears(servers: RecordedServers) {
+  const w = await svcOnServers(servers.file);
+  const { alice, bob, carol } = servers.phones as Record<"alice" | "bob" | "carol", Phone>;
+  try {
+    w.platform.start();
+    await w.platform.firstSync();
+    const before = {
+      bob: new Set(await bob.recordings()),
+      carol: new Set(await carol.recordings()),
+    };
+    await w.platform.agentLogin(w.w.agent, "1003", "default");
+    const [aliceSince, carolSince, bobSince] = [
+      alice.ctrl.mark(),
+      carol.ctrl.mark(),
+      bob.ctrl.mark(),
+    ];
+    await w.platform.dialNumber(w.w.alice, "1003", {});
+    await alice.ctrl.waitEvent("CALL_INCOMING", aliceSince);
+    await alice.ctrl.accept();
+    await carol.ctrl.waitEvent("CALL_INCOMING", carolSince);
+    await carol.ctrl.accept();
+    await sleep(1000);
+    const listening = capture(w.ctx);
+    await w.platform.listen(w.w.bob, w.w.agent.id);
+    await bob.ctrl.waitEvent("CALL_INCOMING", bobSince);
+    await bob.ctrl.accept();
+    await sleep(3000);
+    await alice.ctrl.hangup();
+    await until(() => w.platform.calls().length === 0, 10_000, "the call ended");
+    await until(
+      () => listening.filter((event) => event.kind === "listen").length === 2,
+      10_000,
+      "listening started and stopped",
+    );
+    assert.deepEqual(
+      listening.flatMap((e) => e.kind === "phone" && e.username === "bob" ? [e.eventType] : []),
+      [],
+      "the listening call is no call of bob's",
+    );
+    await sleep(500);
+    const bobAudio = await recordingSince(bob, before.bob);
+    const bobHeard = timeline(bobAudio, TONES);
+    assert.ok(count(bobHeard, "alice") + count(bobHeard, "carol") >= 20, `bob: ${bobHeard}`);
+    const both = windowsWithBoth(bobAudio, "alice", "carol");
+    assert.ok(both >= 10, `bob hears both sides: ${both} windows of 100 ms`);
+    const carolHeard = await heardSince(carol, before.carol);
+    assert.equal(count(carolHeard, "bob"), 0, `nobody hears bob: ${carolHeard}`);
+    await w.platform.agentLogout(w.w.agent.id);
+  } finally {
+    await w.close();
   }
 }
 

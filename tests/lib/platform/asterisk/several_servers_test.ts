@@ -106,6 +106,17 @@ Deno.test("several Asterisk servers behind one svc, through the real app", async
         5000,
         "bob's endpoint gone from main",
       );
+      // each file is written in turn: the dialplans may come a moment after the endpoints
+      await until(
+        async () => (await read(`${dirs.main}/extensions_svc.conf`)).includes("bob on server b"),
+        5000,
+        "main's dialplan reaching bob over the trunk",
+      );
+      await until(
+        async () => (await read(`${dirs.b}/extensions_svc.conf`)).includes("1002,hint"),
+        5000,
+        "b's dialplan ringing bob",
+      );
       const mainPjsip = await read(`${dirs.main}/pjsip_svc.conf`);
       const bPjsip = await read(`${dirs.b}/pjsip_svc.conf`);
       assert.match(mainPjsip, /^\[alice\]\ntype = endpoint$/m);
