@@ -103,7 +103,7 @@ Deno.test("several Asterisk servers behind one svc, through the real app", async
           [`${dirs.main}/pjsip_svc.conf`, "is on server b"],
           [`${dirs.main}/extensions_svc.conf`, "bob on server b"],
           [`${dirs.b}/extensions_svc.conf`, "1002,hint"],
-        ]
+        ] as const
       ) {
         await until(async () => (await read(file)).includes(text), 5000, `${text} in ${file}`);
       }
