@@ -564,6 +564,12 @@ export class CallTracker {
     if (!leg.phone || leg.state !== "up" || !leg.call.established) return;
     if (!knownNumber(number) || number === leg.otherDN) return;
     if (!this.peersOf(leg).some((peer) => this.#overTrunk(peer))) return;
+    // a queue or a room there connecting whom it gave the call to (told before or after svc's
+    // ESTABLISHED_EVENT, as SIP and AMI go) is no new party: the phone shows what it dialled
+    const call = leg.call;
+    const answerer = this.ctx.dir().phoneNamed(number)?.username;
+    const viaQueue = call.target === "queue" || call.target === "room";
+    if (viaQueue && answerer !== undefined && answerer === call.answeredBy) return;
     leg.otherDN = number;
     this.#phoneEvent(leg, "EventEstablished");
   }

@@ -321,6 +321,61 @@ Deno.test("several Asterisk servers behind one svc, through the real app", async
     );
 
     await t.step(
+      "bob's phone calls main's queue: in when svc says so, whatever the trunk tells after",
+      async () => {
+        events.splice(0);
+        const bobs = () =>
+          events.flatMap((e) =>
+            e.kind === "phone" && e.username === "bob" ? [[e.eventType, e.otherDN]] : []
+          );
+        const bob = { Channel: "PJSIP/bob-00000009", Uniqueid: "b.90", Linkedid: "b.90" };
+        const trunk = {
+          Channel: "PJSIP/svc-trunk-main-00000009",
+          Uniqueid: "b.91",
+          Linkedid: "b.90",
+        };
+        peers.b!.send(
+          { Event: "Newchannel", ...bob, ChannelState: "6", Context: "default", Exten: "s" },
+          { Event: "Newexten", ...bob, Context: "default", Exten: "3001", Application: "NoOp" },
+          { Event: "Newchannel", ...trunk, ChannelState: "0", CallerIDNum: "3001" },
+          { Event: "Newstate", ...trunk, ChannelState: "6", CallerIDNum: "3001" },
+          // the queue answers the trunk first: bob is not in yet
+          {
+            Event: "DialEnd",
+            ...bob,
+            DestChannel: trunk.Channel,
+            DestUniqueid: trunk.Uniqueid,
+            DialStatus: "ANSWER",
+          },
+          { Event: "BridgeEnter", ...bob, BridgeUniqueid: "bridge-9" },
+          { Event: "BridgeEnter", ...trunk, BridgeUniqueid: "bridge-9" },
+        );
+        await platform.settled();
+        await until(() => bobs().length === 1, 2000, "bob dialling");
+        peers.b!.send({
+          Event: "UserEvent",
+          UserEvent: "SvcEstablished",
+          Call: "b.90",
+          By: "carol",
+        });
+        await until(() => bobs().length === 2, 2000, "bob established");
+        // the trunk then tells of carol, the agent the queue connected: no new party for bob
+        peers.b!.send({ Event: "NewConnectedLine", ...bob, ConnectedLineNum: "1003" });
+        await platform.settled();
+        assert.deepEqual(bobs(), [["EventDialing", "3001"], ["EventEstablished", "3001"]]);
+        // a transfer there to alice is one
+        peers.b!.send({ Event: "NewConnectedLine", ...bob, ConnectedLineNum: "1001" });
+        await until(() => bobs().length === 3, 2000, "bob told of alice");
+        assert.deepEqual(bobs().at(-1), ["EventEstablished", "1001"]);
+        peers.b!.send(
+          { Event: "Hangup", ...trunk, Cause: "16" },
+          { Event: "Hangup", ...bob, Cause: "16" },
+        );
+        await until(() => events.some((e) => e.kind === "call_ended"), 2000, "its end");
+      },
+    );
+
+    await t.step(
       "b down: bob's routes 503 Unreachable, alice's work; /ready, metrics",
       async () => {
         await peers.b!.kill();
