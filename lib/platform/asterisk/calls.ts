@@ -557,13 +557,13 @@ export class CallTracker {
     if (!leg) return;
     if (own) {
       const number = event.get("CallerIDNum") ?? "";
-      if (this.#overTrunk(leg) && knownNumber(number)) leg.number = number;
+      if (this.overTrunk(leg) && knownNumber(number)) leg.number = number;
       return;
     }
     const number = event.get("ConnectedLineNum") ?? "";
     if (!leg.phone || leg.state !== "up" || !leg.call.established) return;
     if (!knownNumber(number) || number === leg.otherDN) return;
-    if (!this.peersOf(leg).some((peer) => this.#overTrunk(peer))) return;
+    if (!this.peersOf(leg).some((peer) => this.overTrunk(peer))) return;
     // a queue or a room there connecting whom it gave the call to (told before or after svc's
     // ESTABLISHED_EVENT, as SIP and AMI go) is no new party: the phone shows what it dialled
     const call = leg.call;
@@ -783,13 +783,13 @@ export class CallTracker {
     if (!this.ctx.establishedElsewhere || !call.origin || !announce.includes(call.origin)) return;
     const origin = call.origin;
     const phoneThere = origin.phone && this.ctx.elsewhere?.(origin.phone);
-    const callerThere = this.#overTrunk(origin) &&
+    const callerThere = this.overTrunk(origin) &&
       (answering === null || answering.role === "agent");
     if (phoneThere || callerThere) this.ctx.establishedElsewhere(origin);
   }
 
   /** Whether `leg` is the party beyond a trunk to another server of svc's. */
-  #overTrunk(leg: Leg): boolean {
+  overTrunk(leg: Leg): boolean {
     return leg.role === "outside" && !!this.channelOf(leg)?.device?.startsWith(TRUNK_DEVICE);
   }
 

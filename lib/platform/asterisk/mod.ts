@@ -269,10 +269,11 @@ export class AsteriskPlatform implements Platform {
    */
   readonly #links = new Map<string, string>();
   /**
-   * Those of {@link #links} that are a queue's calls to an agent of this server: the queue's
-   * server keeps their history records (config_files.ts, `AGENT_HEADER`).
+   * Those of {@link #links} placed by the other server on behalf of a phone here (a queue's call to
+   * its agent, an invitation): that server keeps their history records (config_files.ts,
+   * `AGENT_HEADER`).
    */
-  readonly #agentLinks = new Set<string>();
+  readonly #placedLinks = new Set<string>();
   /** Resolved by `FullyBooted` on the current connection (Asterisk may accept logins earlier). */
   #booted = Promise.withResolvers<void>();
 
@@ -698,8 +699,8 @@ export class AsteriskPlatform implements Platform {
 
   /** The parties (`callId`s) here that are trunks to another server of svc's (several.ts). */
   trunkParties(): Set<string> {
-    const overTrunk = (leg: Leg) => !!this.#calls.channelOf(leg)?.device?.startsWith(TRUNK_DEVICE);
-    return new Set(this.#calls.liveLegs().filter(overTrunk).map((leg) => leg.uniqueId));
+    const trunks = this.#calls.liveLegs().filter((leg) => this.#calls.overTrunk(leg));
+    return new Set(trunks.map((leg) => leg.uniqueId));
   }
 
   async callCommand(callId: string, command: CallCommand): Promise<void> {
@@ -763,12 +764,10 @@ export class AsteriskPlatform implements Platform {
   /**
    * The user's phone is originated into `svc-room-invite`, which joins the ConfBridge of the room
    * (its id in `SVC_ROOM`) without asking its PIN; the phone shows the room calling. The call is
-   * registered as a dial of the room's number, so the user gets the events of one.
-   */
-  /**
-   * The user's phone is originated into `svc-room-invite`; a phone of another server (`phoneOn`,
-   * several.ts) over the trunk, with what a call svc places there on the phone's behalf carries
-   * (config_files.ts: `AGENT_HEADER`, `DIALLED_HEADER`, the call's id).
+   * registered as a dial of the room's number, so the user gets the events of one. A phone of
+   * another server (`phoneOn`, several.ts) is originated over the trunk, with what a call svc
+   * places there on the phone's behalf carries (config_files.ts: `AGENT_HEADER`,
+   * `DIALLED_HEADER`, the call's id).
    */
   async inviteToRoom(user: UserRecord, roomId: string, phoneOn?: string): Promise<CallStarted> {
     const dir = await this.#directory();
@@ -1174,7 +1173,7 @@ export class AsteriskPlatform implements Platform {
     if (localEvent.kind === "call_ended") {
       this.#gapCalls.delete(localEvent.linkedId);
       this.#links.delete(localEvent.linkedId);
-      this.#agentLinks.delete(localEvent.linkedId);
+      this.#placedLinks.delete(localEvent.linkedId);
     }
     if (ownId) {
       const local = { ...event, id: `${this.#owner}:${++this.#localIds}` };
@@ -1196,9 +1195,9 @@ export class AsteriskPlatform implements Platform {
       this.#links.set(local, call);
       // placed on behalf of a phone here: a queue's agent (1), an invitation's caller
       const placed = event.get("Agent");
-      if (placed === "1" || placed === PLACED_FOR_CALLER) this.#agentLinks.add(local);
+      if (placed === "1" || placed === PLACED_FOR_CALLER) this.#placedLinks.add(local);
       const dialled = event.get("Dialled")?.trim() ?? "";
-      if (this.#agentLinks.has(local) && DIALLED.test(dialled)) {
+      if (this.#placedLinks.has(local) && DIALLED.test(dialled)) {
         this.#calls.placedThere(local, dialled, placed === PLACED_FOR_CALLER);
       }
       const data = this.options.linkedData?.(call);
@@ -1259,7 +1258,7 @@ export class AsteriskPlatform implements Platform {
     }
     if (event.kind === "call_ended") {
       const call = this.#links.get(event.linkedId);
-      const records = this.#agentLinks.has(event.linkedId)
+      const records = this.#placedLinks.has(event.linkedId)
         ? []
         : event.records.map((record) => ({ ...record, id: call ?? record.id }));
       return call ? { ...event, linkedId: call, records } : event;
